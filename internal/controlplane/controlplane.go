@@ -1,0 +1,228 @@
+// Package controlplane runs a real etcd and kube-apiserver, built from source
+// into bin/k8s by `make envtest-assets`, with the OpenShift CRDs the operator
+// reads. Tests, the end-to-end suite and `make run-local` all stand on it; it
+// is controller-runtime's envtest with the few extra moves a fault test
+// needs: stopping and restarting the API server on the same port and
+// certificates, and a second API server on the same etcd.
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Module is the operator's module path; Root finds the checkout by it.
+const Module = "github.com/featuregate-operator/operator"
+
+// Options configures Start.
+type Options struct {
+	// AssetsDir holds etcd, kube-apiserver and kubectl. Default: the
+	// KUBEBUILDER_ASSETS environment variable, else <repo>/bin/k8s.
+	AssetsDir string
+	// CRDs are CRD files or directories installed at start; nil means
+	// OpenShiftCRDs(). Use an empty, non-nil slice for none.
+	CRDs []string
+	// Dir is the working directory for certificates and data; a new
+	// temporary directory, removed by Stop, when empty.
+	Dir string
+	// Out receives the control plane's output; discarded when nil.
+	Out io.Writer
+}
+
+// ControlPlane is a running etcd and kube-apiserver.
+type ControlPlane struct {
+	Env *envtest.Environment
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+
+	dir, ownDir string
+	assets      string
+	mu          sync.Mutex
+	extra       []*envtest.APIServer
+}
+
+// Start brings up etcd and kube-apiserver on free loopback ports and installs
+// the CRDs.
+func Start(opts Options) (*ControlPlane, error) {
+	assets, err := AssetsDir(opts.AssetsDir)
+	if err != nil {
+		return nil, err
+	}
+	crds := opts.CRDs
+	if crds == nil {
+		if crds, err = OpenShiftCRDs(); err != nil {
+			return nil, err
+		}
+	}
+	cp := &ControlPlane{dir: opts.Dir, assets: assets}
+	if cp.dir == "" {
+		if cp.dir, err = os.MkdirTemp("", "featuregate-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownDir = cp.dir
+	}
+	// A fixed certificate directory lets the API server restart with the
+	// same serving certificate and client CA, so clients keep working.
+	apiServer := &envtest.APIServer{CertDir: filepath.Join(cp.dir, "apiserver"), Out: opts.Out, Err: opts.Out}
+	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
+		return nil, err
+	}
+	cp.Env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: apiServer,
+			Etcd:      &envtest.Etcd{Out: opts.Out, Err: opts.Out},
+		},
+	}
+	if cp.Config, err = cp.Env.Start(); err != nil {
+		_ = cp.Stop()
+		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
+	}
+	return cp, nil
+}
+
+// Stop stops every process and removes what Start created.
+func (cp *ControlPlane) Stop() error {
+	cp.mu.Lock()
+	extra := cp.extra
+	cp.extra = nil
+	cp.mu.Unlock()
+	var errs []error
+	for _, s := range extra {
+		errs = append(errs, s.Stop())
+	}
+	if cp.Env != nil {
+		errs = append(errs, cp.Env.Stop())
+	}
+	if cp.ownDir != "" {
+		errs = append(errs, os.RemoveAll(cp.ownDir))
+	}
+	return errors.Join(errs...)
+}
+
+// StopAPIServer stops the API server and leaves etcd running.
+func (cp *ControlPlane) StopAPIServer() error {
+	return cp.Env.ControlPlane.APIServer.Stop()
+}
+
+// StartAPIServer starts the API server again, on the same address and with
+// the same certificates.
+func (cp *ControlPlane) StartAPIServer() error {
+	return cp.Env.ControlPlane.APIServer.Start()
+}
+
+// Host is the API server's URL.
+func (cp *ControlPlane) Host() string { return cp.Config.Host }
+
+// SecondAPIServer starts another kube-apiserver on the same etcd and returns
+// an admin configuration for it: a way to change the cluster while the first
+// API server, the one the operator talks to, is down. Stop stops it.
+func (cp *ControlPlane) SecondAPIServer() (*rest.Config, error) {
+	first := cp.Env.ControlPlane.APIServer
+	s := &envtest.APIServer{
+		EtcdURL: cp.Env.ControlPlane.Etcd.URL,
+		Path:    first.Path,
+		Out:     first.Out,
+		Err:     first.Err,
+	}
+	if err := s.Start(); err != nil {
+		return nil, fmt.Errorf("start second kube-apiserver: %w", err)
+	}
+	cp.mu.Lock()
+	cp.extra = append(cp.extra, s)
+	cp.mu.Unlock()
+	plane := &envtest.ControlPlane{APIServer: s}
+	user, err := plane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
+}
+
+// AddUser provisions a client certificate for an identity with no groups
+// beyond system:authenticated, for RBAC tests.
+func (cp *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	user, err := cp.Env.AddUser(envtest.User{Name: name, Groups: groups}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
+}
+
+// WriteKubeconfig writes an admin kubeconfig to path.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	return os.WriteFile(path, cp.Env.KubeConfig, 0o600)
+}
+
+// Kubectl is the path of the kubectl built beside the API server.
+func (cp *ControlPlane) Kubectl() string { return filepath.Join(cp.assets, "kubectl") }
+
+// AssetsDir resolves where etcd, kube-apiserver and kubectl are.
+func AssetsDir(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if dir == "" {
+		root, err := Root()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin", "k8s")
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("control plane binary %s missing in %s (run `make envtest-assets`): %w", name, dir, err)
+		}
+	}
+	return filepath.Abs(dir)
+}
+
+// Root is the operator's checkout: the nearest directory above the working
+// directory whose go.mod declares Module.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(data), "module "+Module+"\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s above the working directory", Module)
+		}
+		dir = parent
+	}
+}
+
+// OpenShiftCRDs are the FeatureGate and ClusterOperator CRDs exactly as the
+// pinned github.com/openshift/api module ships them, CEL rules included.
+func OpenShiftCRDs() ([]string, error) {
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locate github.com/openshift/api: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "v1", "zz_generated.crd-manifests")
+	return []string{
+		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
+		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
+	}, nil
+}

@@ -1,0 +1,84 @@
+package controlplane
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := configv1.Install(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The control plane is real: the CRDs come from openshift/api with their CEL
+// rules, and the API server enforces them.
+func TestControlPlaneEnforcesFeatureGateCEL(t *testing.T) {
+	g := NewWithT(t)
+	cp, err := Start(Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(cp.Stop()).To(Succeed()) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	c := newClient(t, cp.Config)
+	fg := &configv1.FeatureGate{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec:       configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: configv1.TechPreviewNoUpgrade}},
+	}
+	g.Expect(c.Create(ctx, fg)).To(Succeed())
+
+	fg.Spec.FeatureSet = configv1.DevPreviewNoUpgrade
+	err = c.Update(ctx, fg)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("TechPreviewNoUpgrade may not be changed"))
+}
+
+// Fault tests stop and restart the API server under a running client, and
+// change the cluster through a second API server on the same etcd.
+func TestControlPlaneRestartAndSecondAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	cp, err := Start(Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(cp.Stop()).To(Succeed()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newClient(t, cp.Config)
+	g.Expect(c.Create(ctx, &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}})).To(Succeed())
+
+	g.Expect(cp.StopAPIServer()).To(Succeed())
+	err = c.Get(ctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(strings.Contains(err.Error(), "connection refused")).To(BeTrue(), err.Error())
+
+	second, err := cp.SecondAPIServer()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(second.Host).NotTo(Equal(cp.Host()))
+	c2 := newClient(t, second)
+	fg := &configv1.FeatureGate{}
+	g.Expect(c2.Get(ctx, client.ObjectKey{Name: "cluster"}, fg)).To(Succeed())
+	fg.Spec.FeatureSet = configv1.TechPreviewNoUpgrade
+	g.Expect(c2.Update(ctx, fg)).To(Succeed())
+
+	g.Expect(cp.StartAPIServer()).To(Succeed())
+	g.Eventually(func() (configv1.FeatureSet, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, fg)
+		return fg.Spec.FeatureSet, err
+	}).WithTimeout(30 * time.Second).Should(Equal(configv1.TechPreviewNoUpgrade))
+}
