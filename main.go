@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -21,71 +19,60 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/featuregate-operator/operator/api/v1alpha1"
 	"github.com/featuregate-operator/operator/controllers"
+	"github.com/featuregate-operator/operator/internal/config"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
-// settings is everything the command line says.
-type settings struct {
-	featureGateName         string
-	releaseVersion          string
-	watchedGates            string
-	resyncPeriod            time.Duration
-	gracefulShutdownTimeout time.Duration
-	backoffCap              time.Duration
-	initialFetchTimeout     time.Duration
-	cacheSyncTimeout        time.Duration
-	leaderElect             bool
-	leaderElectionNamespace string
-	leaderElectionID        string
-	metricsAddr             string
-	probeAddr               string
-}
-
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "manifests" {
+		os.Exit(manifestsCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
+// metricsCerts names the serving certificate for secure metrics; without
+// one, controller-runtime generates a self-signed certificate in memory.
+type metricsCerts struct {
+	path, name, key string
+}
+
 func run(args []string) int {
-	var s settings
 	fs := flag.CommandLine
-	fs.StringVar(&s.featureGateName, "feature-gate-name", featuregate.DefaultName, "Name of the FeatureGate to snapshot.")
-	fs.StringVar(&s.releaseVersion, "release-version", "", "This component's release version; when set, the snapshot carries the status.featureGates entry for it.")
-	fs.StringVar(&s.watchedGates, "watched-gates", "", "Comma-separated gates the component consumes; when set, only these gates are compared.")
-	fs.DurationVar(&s.resyncPeriod, "resync-period", 3*time.Minute, "How often the FeatureGate is compared without an event.")
-	fs.DurationVar(&s.gracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long runnables get to stop.")
-	fs.DurationVar(&s.backoffCap, "initial-fetch-backoff-cap", featuregate.DefaultBackoffCap, "Longest wait between initial FeatureGate reads.")
-	fs.DurationVar(&s.initialFetchTimeout, "initial-fetch-timeout", 0, "Exit 1 after this long without a snapshot (0: wait for ever).")
-	fs.DurationVar(&s.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller waits for its cache to sync.")
-	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader for applying manifests; every replica still snapshots and compares.")
-	fs.StringVar(&s.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: in-cluster namespace).")
-	fs.StringVar(&s.leaderElectionID, "leader-election-id", "featuregate-operator.featuregate-operator.io", "Name of the leader election lease.")
-	fs.StringVar(&s.metricsAddr, "metrics-bind-address", "0", "Metrics address; 0 disables it.")
-	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
-	zapOpts := zap.Options{Development: false}
+	flags := config.BindFlags(fs)
+	var certs metricsCerts
+	fs.StringVar(&certs.path, "metrics-cert-path", "", "Directory holding the metrics server certificate (watched for rotation); empty: self-signed.")
+	fs.StringVar(&certs.name, "metrics-cert-name", "tls.crt", "Metrics server certificate file name.")
+	fs.StringVar(&certs.key, "metrics-cert-key", "tls.key", "Metrics server key file name.")
+	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
-
-	if err := start(s); err != nil {
-		log.Error(err, "manager stopped with an error")
+	cfg, err := flags.Complete()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := start(cfg, certs); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "manager stopped with an error")
 		return 1
 	}
 	return 0
 }
 
-func start(s settings) error {
+func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	log := ctrl.Log.WithName("setup")
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(configv1.Install(scheme))
 
-	opts := featuregate.Options{Name: s.featureGateName, Version: s.releaseVersion, WatchedGates: splitList(s.watchedGates)}
+	opts := featuregate.Options{Name: cfg.FeatureGateName, Version: cfg.ReleaseVersion, WatchedGates: cfg.WatchedGates}
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
@@ -93,13 +80,13 @@ func start(s settings) error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		MapperProvider:                featuregate.MapperProvider,
-		Metrics:                       metricsserver.Options{BindAddress: s.metricsAddr},
-		HealthProbeBindAddress:        s.probeAddr,
-		LeaderElection:                s.leaderElect,
-		LeaderElectionID:              s.leaderElectionID,
-		LeaderElectionNamespace:       s.leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &s.gracefulShutdownTimeout,
+		Metrics:                       metricsOptions(cfg, certs),
+		HealthProbeBindAddress:        cfg.Health.BindAddress,
+		LeaderElection:                cfg.LeaderElection.LeaderElect,
+		LeaderElectionID:              cfg.LeaderElection.ResourceName,
+		LeaderElectionNamespace:       cfg.LeaderElection.ResourceNamespace,
+		LeaderElectionReleaseOnCancel: true, // hand the lease over at once on a restart
+		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout.Duration,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// One object matters; cache only it.
 			&configv1.FeatureGate{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ObjectName())},
@@ -113,8 +100,8 @@ func start(s settings) error {
 	defer cancel()
 	stopper := featuregate.NewStopper(cancel)
 	startup := featuregate.NewStartup(mgr.GetAPIReader(), opts)
-	startup.BackoffCap = s.backoffCap
-	startup.Timeout = s.initialFetchTimeout
+	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
+	startup.Timeout = cfg.InitialFetchTimeout.Duration
 	startup.OnSnapshot = func(snap featuregate.Snapshot) {
 		controllers.StartupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
 	}
@@ -135,9 +122,9 @@ func start(s settings) error {
 		Options:      opts,
 		Stopper:      stopper,
 		Recorder:     mgr.GetEventRecorder("featuregate-operator"),
-		ResyncPeriod: s.resyncPeriod,
+		ResyncPeriod: cfg.ResyncPeriod.Duration,
 	}
-	if err := reconciler.SetupWithManager(mgr, startup, s.cacheSyncTimeout); err != nil {
+	if err := reconciler.SetupWithManager(mgr, startup, cfg.CacheSyncTimeout.Duration); err != nil {
 		return fmt.Errorf("set up FeatureGate controller: %w", err)
 	}
 
@@ -153,12 +140,15 @@ func start(s settings) error {
 	return nil
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
+// metricsOptions serves metrics over HTTPS behind the API server's
+// authentication and authorization, as kubebuilder does, unless told not to.
+func metricsOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: cfg.Metrics.BindAddress, SecureServing: cfg.MetricsSecure()}
+	if opts.SecureServing {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		if certs.path != "" {
+			opts.CertDir, opts.CertName, opts.KeyName = certs.path, certs.name, certs.key
 		}
 	}
-	return out
+	return opts
 }

@@ -23,6 +23,11 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
+// The FeatureGate is only ever read.
+// +kubebuilder:rbac:groups=config.openshift.io,resources=featuregates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // Event reasons.
 const (
 	ReasonFeatureGateChanged = "FeatureGateChanged"
@@ -44,10 +49,6 @@ type Stopper interface {
 // whole decision: there is no memory of events, so the first reconcile after
 // the cache syncs catches a change made between the initial read and the
 // watch, and the periodic resync catches anything a broken watch missed.
-//
-// +kubebuilder:rbac:groups=config.openshift.io,resources=featuregates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 type FeatureGateReconciler struct {
 	// Client reads the FeatureGate, from the manager's cache.
 	Client    client.Reader

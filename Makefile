@@ -1,0 +1,145 @@
+# featuregate-operator. `make help` lists the targets.
+
+IMG ?= controller:latest
+# Arguments passed to the operator by `make run` and `make run-local`.
+ARGS ?=
+FEATURE_SET ?= Default
+
+LOCALBIN ?= $(shell pwd)/bin
+# etcd, kube-apiserver and kubectl, built from source by envtest-assets.
+ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
+GOTEST_FLAGS ?= -timeout 30m
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+KUSTOMIZE_VERSION ?= v5.8.1
+GOLANGCI_LINT_VERSION ?= v2.12.2
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate RBAC (config/rbac/role.yaml) from +kubebuilder markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods for api/.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: envtest-assets
+envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.
+	@echo $(ENVTEST_ASSETS)
+
+$(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(wildcard hack/k8s/cmd/*/main.go)
+	@mkdir -p $(ENVTEST_ASSETS)
+	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ ./cmd/...
+	@touch $@
+
+.PHONY: test
+test: manifests generate fmt vet envtest-assets ## Run all tests against a real API server.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-faults
+test-faults: envtest-assets ## Run only the fault-injection suite, one line per scenario.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) -count=1 -run 'TestFault' -v ./test/e2e/ | grep -E '^(FAULT|[0-9]+ passed)' || true
+
+.PHONY: fuzz
+fuzz: ## Fuzz the manifest inclusion and loading functions briefly.
+	go test -run='^$$' -fuzz=FuzzInclude -fuzztime=$${FUZZTIME:-20s} ./pkg/manifest/
+	go test -run='^$$' -fuzz=FuzzLoad -fuzztime=$${FUZZTIME:-20s} ./pkg/manifest/
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint.
+	$(GOLANGCI_LINT) run
+
+.PHONY: bench
+bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md
+
+##@ Build
+
+.PHONY: build
+build: fmt vet ## Build the manager binary into bin/manager.
+	CGO_ENABLED=0 go build -trimpath -o bin/manager .
+
+.PHONY: run
+run: build ## Run the operator against the cluster of the current kubeconfig.
+	bin/manager $(ARGS)
+
+.PHONY: run-local
+run-local: build envtest-assets ## Run the operator against a local etcd + kube-apiserver (FEATURE_SET=..., ARGS=...).
+	go build -o bin/run-local ./hack/run-local
+	FEATURE_SET=$(FEATURE_SET) bin/run-local -manager bin/manager -- $(ARGS)
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+.PHONY: build-installer
+build-installer: manifests kustomize ## Render dist/install.yaml from config/default.
+	mkdir -p dist
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default > dist/install.yaml
+
+##@ Deployment
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy to the cluster of the current kubeconfig.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove the operator from the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+##@ Tools (pinned; `go install`ed into bin/ with the version in the name)
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN)
+$(CONTROLLER_GEN):
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE)
+$(KUSTOMIZE):
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT)
+$(GOLANGCI_LINT):
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+# go-install-tool installs package $2 at version $3 as $1, and links the
+# unversioned name to it (kubebuilder's recipe).
+define go-install-tool
+@[ -f "$(1)" ] || { \
+set -e; \
+package=$(2)@$(3) ;\
+echo "Downloading $${package}" ;\
+rm -f $(1) || true ;\
+GOBIN=$(LOCALBIN) go install $${package} ;\
+mv $(LOCALBIN)/$$(basename "$(2)") $(1) ;\
+} ;\
+ln -sf $$(realpath $(1)) $(LOCALBIN)/$$(basename "$(2)")
+endef

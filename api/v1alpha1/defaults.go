@@ -1,0 +1,104 @@
+/*
+Copyright 2026 The featuregate-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Default values of OperatorConfig fields.
+const (
+	DefaultFeatureGateName          = "cluster"
+	DefaultClusterOperatorName      = "featuregate-operator"
+	DefaultResyncPeriod             = 3 * time.Minute
+	DefaultGracefulShutdownTimeout  = 30 * time.Second
+	DefaultInitialFetchBackoffCap   = 2 * time.Second
+	DefaultInitialFetchTimeout      = time.Duration(0) // forever
+	DefaultCacheSyncTimeout         = 2 * time.Minute
+	DefaultLeaderElect              = false
+	DefaultLeaderElectionResourceID = "featuregate-operator.featuregate-operator.io"
+	DefaultMetricsBindAddress       = ":8443"
+	DefaultMetricsSecure            = true
+	DefaultHealthProbeBindAddress   = ":8081"
+)
+
+// SetDefaults_OperatorConfig fills every unset (zero) field of cfg with its
+// default, and sets apiVersion/kind if they are empty. Fields already set are
+// left alone, so defaulting is idempotent.
+func SetDefaults_OperatorConfig(cfg *OperatorConfig) { //nolint:revive,staticcheck // kube naming convention
+	if cfg.APIVersion == "" {
+		cfg.APIVersion = GroupVersion.String()
+	}
+	if cfg.Kind == "" {
+		cfg.Kind = OperatorConfigKind
+	}
+	if cfg.FeatureGateName == "" {
+		cfg.FeatureGateName = DefaultFeatureGateName
+	}
+	if cfg.ClusterOperatorName == "" {
+		cfg.ClusterOperatorName = DefaultClusterOperatorName
+	}
+	defaultDuration(&cfg.ResyncPeriod, DefaultResyncPeriod)
+	defaultDuration(&cfg.GracefulShutdownTimeout, DefaultGracefulShutdownTimeout)
+	defaultDuration(&cfg.InitialFetchBackoffCap, DefaultInitialFetchBackoffCap)
+	defaultDuration(&cfg.InitialFetchTimeout, DefaultInitialFetchTimeout)
+	defaultDuration(&cfg.CacheSyncTimeout, DefaultCacheSyncTimeout)
+	if cfg.LeaderElection.ResourceName == "" {
+		cfg.LeaderElection.ResourceName = DefaultLeaderElectionResourceID
+	}
+	if cfg.Metrics.BindAddress == "" {
+		cfg.Metrics.BindAddress = DefaultMetricsBindAddress
+	}
+	if cfg.Metrics.Secure == nil {
+		secure := DefaultMetricsSecure
+		cfg.Metrics.Secure = &secure
+	}
+	if cfg.Health.BindAddress == "" {
+		cfg.Health.BindAddress = DefaultHealthProbeBindAddress
+	}
+}
+
+func defaultDuration(d *metav1.Duration, def time.Duration) {
+	if d.Duration == 0 {
+		d.Duration = def
+	}
+}
+
+// Default sets the defaults of every unset field; see
+// SetDefaults_OperatorConfig.
+func (c *OperatorConfig) Default() {
+	SetDefaults_OperatorConfig(c)
+}
+
+// NewDefaultOperatorConfig returns an OperatorConfig with every field
+// defaulted.
+func NewDefaultOperatorConfig() *OperatorConfig {
+	cfg := &OperatorConfig{}
+	cfg.Default()
+	return cfg
+}
+
+// MetricsSecure reports whether the metrics endpoint is served securely:
+// Metrics.Secure, or its default when unset.
+func (c *OperatorConfig) MetricsSecure() bool {
+	if c.Metrics.Secure == nil {
+		return DefaultMetricsSecure
+	}
+	return *c.Metrics.Secure
+}

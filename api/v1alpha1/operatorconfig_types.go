@@ -1,0 +1,148 @@
+/*
+Copyright 2026 The featuregate-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// OperatorConfigKind is the kind of OperatorConfig.
+const OperatorConfigKind = "OperatorConfig"
+
+// OperatorConfig is the configuration file of featuregate-operator, given to
+// the manager with --config. Every field is optional; an omitted field (or
+// its zero value) takes the default documented on it. Flags given explicitly
+// on the command line override the values read from the file.
+//
+// +kubebuilder:object:root=true
+type OperatorConfig struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// featureGateName is the name of the cluster-scoped
+	// config.openshift.io/v1 FeatureGate object to read and watch.
+	// Default: "cluster".
+	// +optional
+	FeatureGateName string `json:"featureGateName,omitempty"`
+
+	// releaseVersion is the release (payload) version this operator belongs
+	// to; the feature gates are read for this version and it is reported in
+	// the ClusterOperator status. Empty: not known.
+	// +optional
+	ReleaseVersion string `json:"releaseVersion,omitempty"`
+
+	// watchedGates are the names of the feature gates this operator cares
+	// about: a change in the enablement of one of them makes the operator
+	// restart to pick it up. Empty: every gate of the release version.
+	// +optional
+	WatchedGates []string `json:"watchedGates,omitempty"`
+
+	// manifestsDir is the directory of manifests to apply. Empty: apply
+	// nothing.
+	// +optional
+	ManifestsDir string `json:"manifestsDir,omitempty"`
+
+	// clusterProfile selects the manifests annotated
+	// include.release.openshift.io/<clusterProfile>. Empty: no profile
+	// filtering.
+	// +optional
+	ClusterProfile string `json:"clusterProfile,omitempty"`
+
+	// clusterOperatorName is the name of the config.openshift.io/v1
+	// ClusterOperator that reports this operator's status.
+	// Default: "featuregate-operator".
+	// +optional
+	ClusterOperatorName string `json:"clusterOperatorName,omitempty"`
+
+	// resyncPeriod is how often the informers resync. At least 1s.
+	// Default (also when 0): 3m.
+	// +optional
+	ResyncPeriod metav1.Duration `json:"resyncPeriod,omitempty"`
+
+	// gracefulShutdownTimeout bounds how long the manager waits for its
+	// runnables to stop. It must stay below the pod's
+	// terminationGracePeriodSeconds. Default (also when 0): 30s.
+	// +optional
+	GracefulShutdownTimeout metav1.Duration `json:"gracefulShutdownTimeout,omitempty"`
+
+	// initialFetchBackoffCap caps the exponential backoff between attempts to
+	// read the FeatureGate at start. Default (also when 0): 2s.
+	// +optional
+	InitialFetchBackoffCap metav1.Duration `json:"initialFetchBackoffCap,omitempty"`
+
+	// initialFetchTimeout bounds how long the operator tries to read the
+	// FeatureGate at start before giving up. Default: 0, which means try
+	// forever.
+	// +optional
+	InitialFetchTimeout metav1.Duration `json:"initialFetchTimeout,omitempty"`
+
+	// cacheSyncTimeout bounds how long a controller waits for its caches to
+	// sync. Default (also when 0): 2m.
+	// +optional
+	CacheSyncTimeout metav1.Duration `json:"cacheSyncTimeout,omitempty"`
+
+	// leaderElection configures leader election of the manager.
+	// +optional
+	LeaderElection LeaderElectionConfig `json:"leaderElection,omitempty"`
+
+	// metrics configures the metrics endpoint.
+	// +optional
+	Metrics MetricsConfig `json:"metrics,omitempty"`
+
+	// health configures the health probe endpoint.
+	// +optional
+	Health HealthConfig `json:"health,omitempty"`
+}
+
+// LeaderElectionConfig configures leader election.
+type LeaderElectionConfig struct {
+	// leaderElect enables leader election, so that only one replica acts at a
+	// time. Default: false.
+	// +optional
+	LeaderElect bool `json:"leaderElect,omitempty"`
+
+	// resourceNamespace is the namespace of the election Lease. Empty: the
+	// namespace the manager runs in.
+	// +optional
+	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+
+	// resourceName is the name of the election Lease.
+	// Default: "featuregate-operator.featuregate-operator.io".
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+}
+
+// MetricsConfig configures the metrics endpoint.
+type MetricsConfig struct {
+	// bindAddress is the host:port the metrics endpoint listens on; "0"
+	// disables it. Default: ":8443".
+	// +optional
+	BindAddress string `json:"bindAddress,omitempty"`
+
+	// secure serves the metrics endpoint over HTTPS with authentication and
+	// authorization (TokenReview/SubjectAccessReview); false serves plain
+	// HTTP. Default: true.
+	// +optional
+	Secure *bool `json:"secure,omitempty"`
+}
+
+// HealthConfig configures the health probe endpoint (/healthz, /readyz).
+type HealthConfig struct {
+	// bindAddress is the host:port the health probes listen on; "0" disables
+	// them. Default: ":8081".
+	// +optional
+	BindAddress string `json:"bindAddress,omitempty"`
+}

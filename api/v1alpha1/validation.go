@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The featuregate-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MinResyncPeriod is the smallest allowed resyncPeriod.
+const MinResyncPeriod = time.Second
+
+// ClusterProfileAnnotationPrefix is the prefix of the annotation that selects
+// manifests for a cluster profile: <prefix><clusterProfile>.
+const ClusterProfileAnnotationPrefix = "include.release.openshift.io/"
+
+// Validate checks a (defaulted) OperatorConfig. Each error's field path is the
+// JSON path of the field in the file, such as "resyncPeriod" or
+// "leaderElection.resourceName". Validate does not default: an empty required
+// field (one left empty by an explicit flag, say) is an error.
+func (c *OperatorConfig) Validate() field.ErrorList {
+	var errs field.ErrorList
+
+	if c.APIVersion != "" && c.APIVersion != GroupVersion.String() {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{GroupVersion.String()}))
+	}
+	if c.Kind != "" && c.Kind != OperatorConfigKind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{OperatorConfigKind}))
+	}
+
+	errs = append(errs, validateDNS1123Subdomain(field.NewPath("featureGateName"), c.FeatureGateName)...)
+	errs = append(errs, validateDNS1123Subdomain(field.NewPath("clusterOperatorName"), c.ClusterOperatorName)...)
+
+	if strings.IndexFunc(c.ReleaseVersion, unicode.IsSpace) >= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("releaseVersion"), c.ReleaseVersion, "must not contain whitespace"))
+	}
+
+	errs = append(errs, validateWatchedGates(field.NewPath("watchedGates"), c.WatchedGates)...)
+
+	if c.ClusterProfile != "" {
+		p := field.NewPath("clusterProfile")
+		if strings.Contains(c.ClusterProfile, "/") {
+			errs = append(errs, field.Invalid(p, c.ClusterProfile, "must not contain '/': it is the name segment of the annotation key "+ClusterProfileAnnotationPrefix+"<clusterProfile>"))
+		} else {
+			for _, msg := range validation.IsQualifiedName(ClusterProfileAnnotationPrefix + c.ClusterProfile) {
+				errs = append(errs, field.Invalid(p, c.ClusterProfile, "must be a valid annotation key name segment: "+msg))
+			}
+		}
+	}
+
+	errs = append(errs, validateMinDuration(field.NewPath("resyncPeriod"), c.ResyncPeriod, MinResyncPeriod)...)
+	errs = append(errs, validatePositiveDuration(field.NewPath("gracefulShutdownTimeout"), c.GracefulShutdownTimeout)...)
+	errs = append(errs, validatePositiveDuration(field.NewPath("initialFetchBackoffCap"), c.InitialFetchBackoffCap)...)
+	if c.InitialFetchTimeout.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("initialFetchTimeout"), c.InitialFetchTimeout.Duration.String(), "must not be negative (0 means no timeout)"))
+	}
+	errs = append(errs, validatePositiveDuration(field.NewPath("cacheSyncTimeout"), c.CacheSyncTimeout)...)
+
+	le := field.NewPath("leaderElection")
+	if ns := c.LeaderElection.ResourceNamespace; ns != "" {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(le.Child("resourceNamespace"), ns, msg))
+		}
+	}
+	if name := c.LeaderElection.ResourceName; name != "" || c.LeaderElection.LeaderElect {
+		errs = append(errs, validateDNS1123Subdomain(le.Child("resourceName"), name)...)
+	}
+
+	errs = append(errs, validateBindAddress(field.NewPath("metrics", "bindAddress"), c.Metrics.BindAddress)...)
+	errs = append(errs, validateBindAddress(field.NewPath("health", "bindAddress"), c.Health.BindAddress)...)
+
+	return errs
+}
+
+func validateDNS1123Subdomain(p *field.Path, v string) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	return errs
+}
+
+func validateWatchedGates(p *field.Path, gates []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, g := range gates {
+		ip := p.Index(i)
+		switch {
+		case g == "":
+			errs = append(errs, field.Required(ip, "must not be empty"))
+			continue
+		case strings.IndexFunc(g, func(r rune) bool { return unicode.IsSpace(r) || r == ',' }) >= 0:
+			errs = append(errs, field.Invalid(ip, g, "must not contain whitespace or commas"))
+		}
+		if seen.Has(g) {
+			errs = append(errs, field.Duplicate(ip, g))
+		}
+		seen.Insert(g)
+	}
+	return errs
+}
+
+func validatePositiveDuration(p *field.Path, d metav1.Duration) field.ErrorList {
+	if d.Duration <= 0 {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be greater than 0")}
+	}
+	return nil
+}
+
+func validateMinDuration(p *field.Path, d metav1.Duration, minimum time.Duration) field.ErrorList {
+	if d.Duration < minimum {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), fmt.Sprintf("must be at least %s", minimum))}
+	}
+	return nil
+}
+
+// validateBindAddress accepts "0" (disabled) or host:port with a numeric port.
+func validateBindAddress(p *field.Path, addr string) field.ErrorList {
+	if addr == "0" {
+		return nil
+	}
+	if addr == "" {
+		return field.ErrorList{field.Required(p, `must be host:port, or "0" to disable`)}
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, addr, `must be host:port, or "0" to disable`)}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return field.ErrorList{field.Invalid(p, addr, "port must be a number between 0 and 65535")}
+	}
+	return nil
+}
