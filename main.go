@@ -10,6 +10,8 @@ import (
 	"os"
 
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -102,8 +104,12 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	startup := featuregate.NewStartup(mgr.GetAPIReader(), opts)
 	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
 	startup.Timeout = cfg.InitialFetchTimeout.Duration
+	recorder := mgr.GetEventRecorder("featuregate-operator")
 	startup.OnSnapshot = func(snap featuregate.Snapshot) {
 		controllers.StartupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
+		fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.ObjectName()}}
+		fg.SetGroupVersionKind(configv1.GroupVersion.WithKind("FeatureGate"))
+		recorder.Eventf(fg, nil, corev1.EventTypeNormal, "StartupSnapshot", "Snapshot", "startup feature set %s", snap)
 	}
 	for _, r := range []interface{ Start(context.Context) error }{startup, stopper} {
 		if err := mgr.Add(r); err != nil {
@@ -121,11 +127,34 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		Snapshots:    startup,
 		Options:      opts,
 		Stopper:      stopper,
-		Recorder:     mgr.GetEventRecorder("featuregate-operator"),
+		Recorder:     recorder,
 		ResyncPeriod: cfg.ResyncPeriod.Duration,
 	}
 	if err := reconciler.SetupWithManager(mgr, startup, cfg.CacheSyncTimeout.Duration); err != nil {
 		return fmt.Errorf("set up FeatureGate controller: %w", err)
+	}
+
+	applier := &controllers.Applier{
+		Client:    mgr.GetClient(),
+		Snapshots: startup,
+		Live:      mgr.GetClient(),
+		Options:   opts,
+		Stopper:   stopper,
+		Recorder:  recorder,
+		Status: &controllers.StatusReporter{
+			Client:  mgr.GetClient(),
+			Reader:  mgr.GetAPIReader(),
+			Name:    cfg.ClusterOperatorName,
+			Version: cfg.ReleaseVersion,
+			Options: opts,
+		},
+		Dir:          cfg.ManifestsDir,
+		Profile:      cfg.ClusterProfile,
+		ResyncPeriod: cfg.ResyncPeriod.Duration,
+		Parallelism:  8,
+	}
+	if err := mgr.Add(startup.AfterSnapshot(applier)); err != nil {
+		return err
 	}
 
 	log.Info("starting manager", "featureGate", opts.ObjectName(), "releaseVersion", opts.Version)

@@ -2,7 +2,10 @@
 // starts etcd and kube-apiserver (built from source into bin/k8s), installs
 // the OpenShift CRDs, creates FeatureGate/cluster with $FEATURE_SET, writes
 // a kubeconfig, and runs bin/manager in the foreground. Like a kubelet, it
-// starts the operator again when it exits after a FeatureGate change.
+// starts the operator again when it exits after a FeatureGate change. With
+// $RELEASE_VERSION it also publishes status.featureGates for that version
+// ($ENABLED_GATES, $DISABLED_GATES: comma lists) and passes
+// --release-version to the operator.
 // Ctrl-C stops the operator and tears everything down.
 //
 //	go run ./hack/run-local [-manager bin/manager] [-- operator flags...]
@@ -17,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -76,6 +80,19 @@ func run(manager string, restarts int, operatorArgs []string) error {
 	if err := c.Create(ctx, fg); err != nil {
 		return fmt.Errorf("create FeatureGate cluster: %w", err)
 	}
+	// With RELEASE_VERSION, play the cluster-config-operator: publish the
+	// gates of that version in status, and tell the operator its version.
+	if version := os.Getenv("RELEASE_VERSION"); version != "" {
+		fg.Status.FeatureGates = []configv1.FeatureGateDetails{{
+			Version:  version,
+			Enabled:  gates(os.Getenv("ENABLED_GATES")),
+			Disabled: gates(os.Getenv("DISABLED_GATES")),
+		}}
+		if err := c.Status().Update(ctx, fg); err != nil {
+			return fmt.Errorf("publish FeatureGate status for %s: %w", version, err)
+		}
+		operatorArgs = append([]string{"--release-version=" + version}, operatorArgs...)
+	}
 
 	dir, err := os.MkdirTemp("", "featuregate-run-local-")
 	if err != nil {
@@ -112,6 +129,16 @@ run-local: Ctrl-C stops the operator and the control plane
 		}
 		fmt.Println("run-local: operator exited 0; starting it again, as the kubelet would")
 	}
+}
+
+func gates(list string) []configv1.FeatureGateAttributes {
+	out := []configv1.FeatureGateAttributes{}
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(name)})
+		}
+	}
+	return out
 }
 
 // runOperator runs the operator until it exits, passing an interrupt on as

@@ -1,0 +1,250 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/manifest"
+)
+
+// FieldManager owns every field the operator applies.
+const FieldManager = "featuregate-operator"
+
+// ForceAnnotation, set to "true" on a manifest, takes fields over from other
+// managers on apply; without it a conflict is an error to report.
+const ForceAnnotation = "featuregate-operator.io/force-ownership"
+
+// The kinds a payload may hold are declared here, in one place.
+// +kubebuilder:rbac:groups="",resources=namespaces;configmaps;serviceaccounts;services,verbs=get;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
+
+// Applier applies, with server-side apply, the manifests of a directory that
+// the startup snapshot includes, and reports the outcome on a
+// ClusterOperator. It is level-triggered: every resync applies everything
+// again, which corrects drift, and a run with failures is retried sooner,
+// with backoff. It only ever acts on the startup snapshot, and checks the
+// live FeatureGate against it before each run level, so that nothing the
+// new feature set excludes is applied while a restart is pending.
+type Applier struct {
+	Client    client.Client
+	Snapshots Snapshots
+	// Live reads the current FeatureGate (the manager's cache).
+	Live    client.Reader
+	Options featuregate.Options
+	Stopper interface {
+		Stopper
+		Requested() <-chan struct{}
+	}
+	Recorder events.EventRecorder
+	Status   *StatusReporter
+
+	Dir          string
+	Profile      string
+	ResyncPeriod time.Duration
+	// Parallelism bounds concurrent applies within a run level.
+	Parallelism int
+}
+
+// NeedLeaderElection is true: one replica applies.
+func (a *Applier) NeedLeaderElection() bool { return true }
+
+// Start applies until ctx ends or a stop is requested. Wrap it in
+// Startup.AfterSnapshot.
+func (a *Applier) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("apply")
+	snap, ok := a.Snapshots.Snapshot()
+	if !ok {
+		return errors.New("applier started without a snapshot")
+	}
+	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
+	for {
+		run := a.Apply(ctx, snap)
+		if !run.Aborted {
+			a.record(ctx, snap, run)
+		}
+		delay := a.ResyncPeriod
+		if len(run.Failed) > 0 {
+			delay = min(retry.Step(), a.ResyncPeriod)
+		} else {
+			retry.Duration = time.Second
+		}
+		log.Info("applied manifests", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "failed", len(run.Failed), "invalid", len(run.Invalid), "excluded", run.Excluded, "skipped", run.Skipped, "duration", run.Duration.String(), "next", delay.String())
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-a.Stopper.Requested():
+			timer.Stop()
+			log.Info("stop requested; no more manifests are applied")
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// Run is the outcome of one pass over the directory.
+type Run struct {
+	Applied  []manifest.Manifest
+	Failed   []error
+	Invalid  []error
+	Excluded int
+	Skipped  int
+	Duration time.Duration
+	// Aborted is set when a stop was requested, or the FeatureGate no longer
+	// matches the snapshot, before the run finished.
+	Aborted bool
+}
+
+// Apply makes one pass: load, decide, apply included manifests run level by
+// run level.
+func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
+	started := time.Now()
+	var run Run
+	var ms []manifest.Manifest
+	if a.Dir != "" {
+		ms, run.Invalid = manifest.Load(a.Dir)
+	}
+	var included []manifest.Manifest
+	for _, m := range ms {
+		d := manifest.Include(m.Object, snap, a.Profile)
+		switch {
+		case d.Included:
+			included = append(included, m)
+		case d.Skipped:
+			run.Skipped++
+		default:
+			run.Excluded++
+		}
+	}
+	var mu sync.Mutex
+	for _, group := range manifest.Groups(included) {
+		if !a.stillCurrent(ctx, snap) {
+			run.Aborted = true
+			break
+		}
+		sem := make(chan struct{}, max(a.Parallelism, 1))
+		var wg sync.WaitGroup
+		for _, m := range group {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				err := a.applyOne(ctx, m)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					run.Failed = append(run.Failed, err)
+					return
+				}
+				run.Applied = append(run.Applied, m)
+			}()
+		}
+		wg.Wait()
+	}
+	run.Duration = time.Since(started)
+	return run
+}
+
+// stillCurrent is the last look before acting: the snapshot still holds,
+// and nobody asked for a stop.
+func (a *Applier) stillCurrent(ctx context.Context, snap featuregate.Snapshot) bool {
+	select {
+	case <-a.Stopper.Requested():
+		return false
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	if a.Live == nil {
+		return true
+	}
+	fg := &configv1.FeatureGate{}
+	if err := a.Live.Get(ctx, client.ObjectKey{Name: a.Options.ObjectName()}, fg); err != nil {
+		// Deleted or unreadable: the snapshot is all there is; keep it.
+		return true
+	}
+	live, err := featuregate.New(fg, a.Options)
+	if err != nil {
+		return true
+	}
+	if diff := featuregate.Diff(snap, live); len(diff) > 0 {
+		reason := strings.Join(diff, "; ")
+		ctrl.Log.WithName("apply").Info(reason+"; not applying, requesting shutdown", "startupFeatureSet", snap.FeatureSetName())
+		ShutdownRequests.Inc()
+		a.Stopper.Stop(reason)
+		return false
+	}
+	return true
+}
+
+func (a *Applier) applyOne(ctx context.Context, m manifest.Manifest) error {
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
+	if m.Object.GetAnnotations()[ForceAnnotation] == "true" {
+		opts = append(opts, client.ForceOwnership)
+	}
+	obj := m.Object.DeepCopy()
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
+		ApplyFailures.Inc()
+		return fmt.Errorf("%s: apply: %w", m, err)
+	}
+	return nil
+}
+
+// record publishes a run: metrics, Events for failures, ClusterOperator.
+func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run) {
+	Manifests.WithLabelValues("applied").Set(float64(len(run.Applied)))
+	Manifests.WithLabelValues("failed").Set(float64(len(run.Failed)))
+	Manifests.WithLabelValues("invalid").Set(float64(len(run.Invalid)))
+	Manifests.WithLabelValues("excluded").Set(float64(run.Excluded))
+	Manifests.WithLabelValues("skipped").Set(float64(run.Skipped))
+	LastApplyDuration.Set(run.Duration.Seconds())
+	if a.Status == nil {
+		return
+	}
+	co, err := a.Status.Report(ctx, snap, run)
+	if err != nil {
+		ctrl.Log.WithName("apply").Error(err, "report ClusterOperator status")
+		return
+	}
+	if a.Recorder != nil {
+		for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
+			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", truncate(err.Error(), 1000))
+		}
+	}
+}
+
+// appliedNamespaces are the namespaces a run created or wrote into.
+func appliedNamespaces(ms []manifest.Manifest) []string {
+	ns := sets.New[string]()
+	for _, m := range ms {
+		if m.Object.GetKind() == "Namespace" && m.Object.GetAPIVersion() == "v1" {
+			ns.Insert(m.Object.GetName())
+		} else if n := m.Object.GetNamespace(); n != "" {
+			ns.Insert(n)
+		}
+	}
+	return sets.List(ns)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+)
+
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;create
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update
+
+// Condition reasons.
+const (
+	ReasonAsExpected          = "AsExpected"
+	ReasonManifestsFailed     = "ManifestsFailed"
+	ReasonRetrying            = "RetryingFailedManifests"
+	ReasonFeatureSetNoUpgrade = "FeatureSetNoUpgrade"
+)
+
+// StatusReporter writes the operator's status the way OpenShift operators
+// do: a ClusterOperator with Available, Progressing, Degraded and
+// Upgradeable, the version, and the related objects `oc adm inspect` needs.
+type StatusReporter struct {
+	Client client.Client
+	// Reader reads the ClusterOperator live; it is not worth a cache.
+	Reader client.Reader
+	// Name of the ClusterOperator, created when missing.
+	Name    string
+	Version string
+	Options featuregate.Options
+}
+
+// Report writes the ClusterOperator status for one apply run of snap.
+func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, run Run) (*configv1.ClusterOperator, error) {
+	co := &configv1.ClusterOperator{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.Name}, co); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			co = &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
+			if err := s.Client.Create(ctx, co); err != nil {
+				return err
+			}
+		}
+		want := co.Status.DeepCopy()
+		s.fill(want, snap, run)
+		if equality.Semantic.DeepEqual(want, &co.Status) {
+			return nil
+		}
+		co.Status = *want
+		return s.Client.Status().Update(ctx, co)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ClusterOperator %s: %w", s.Name, err)
+	}
+	co.SetGroupVersionKind(configv1.GroupVersion.WithKind("ClusterOperator"))
+	return co, nil
+}
+
+func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featuregate.Snapshot, run Run) {
+	at := ""
+	if s.Version != "" {
+		at = " at " + s.Version
+	}
+	setCondition(st, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
+		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied", s.Name, at, snap.FeatureSetName(), len(run.Applied)))
+
+	problems := make([]string, 0, len(run.Invalid)+len(run.Failed))
+	for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		setCondition(st, configv1.OperatorDegraded, configv1.ConditionTrue, ReasonManifestsFailed,
+			truncate(fmt.Sprintf("%d manifests failed: %s", len(problems), strings.Join(problems, "; ")), 4000))
+	} else {
+		setCondition(st, configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
+	}
+	if len(run.Failed) > 0 {
+		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonRetrying,
+			fmt.Sprintf("%d of %d included manifests applied; retrying the others", len(run.Applied), len(run.Applied)+len(run.Failed)))
+	} else {
+		setCondition(st, configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
+	}
+	switch snap.FeatureSet() {
+	case configv1.TechPreviewNoUpgrade, configv1.DevPreviewNoUpgrade, configv1.CustomNoUpgrade:
+		setCondition(st, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonFeatureSetNoUpgrade,
+			fmt.Sprintf("feature set %s does not allow upgrades", snap.FeatureSetName()))
+	default:
+		setCondition(st, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected, "")
+	}
+
+	st.Versions = nil
+	if s.Version != "" {
+		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
+	}
+	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.Options.ObjectName()}}
+	for _, ns := range appliedNamespaces(run.Applied) {
+		st.RelatedObjects = append(st.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: ns})
+	}
+}
+
+// setCondition sets a condition, moving its transition time only when its
+// status changes.
+func setCondition(st *configv1.ClusterOperatorStatus, t configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, message string) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != t {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = metav1.Now()
+		}
+		c.Status, c.Reason, c.Message = status, reason, message
+		return
+	}
+	st.Conditions = append(st.Conditions, configv1.ClusterOperatorStatusCondition{
+		Type: t, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now(),
+	})
+}
