@@ -10,6 +10,7 @@ import (
 	"os"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -50,7 +51,8 @@ func run(args []string) int {
 	fs.StringVar(&certs.path, "metrics-cert-path", "", "Directory holding the metrics server certificate (watched for rotation); empty: self-signed.")
 	fs.StringVar(&certs.name, "metrics-cert-name", "tls.crt", "Metrics server certificate file name.")
 	fs.StringVar(&certs.key, "metrics-cert-key", "tls.key", "Metrics server key file name.")
-	zapOpts := zap.Options{}
+	// Millisecond timestamps: outage and restart stories are told in them.
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
