@@ -32,9 +32,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // GroupName is the API group of the operator's configuration types.
@@ -46,16 +46,17 @@ var (
 
 	// SchemeBuilder registers the types of this package, and their
 	// defaulting functions, in a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, RegisterDefaults)
 
 	// AddToScheme adds the types of this package, and their defaulting
 	// functions, to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&OperatorConfig{})
-	SchemeBuilder.SchemeBuilder.Register(RegisterDefaults)
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &OperatorConfig{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
 
 // RegisterDefaults adds the defaulting functions of this package to a scheme,

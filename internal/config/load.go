@@ -132,7 +132,7 @@ func singleDocument(data []byte) ([]byte, error) {
 	n := 0
 	for {
 		doc, err := r.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

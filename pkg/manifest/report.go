@@ -166,7 +166,7 @@ func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, p
 			Decisions: make(map[string]jsonDecision, len(sets)),
 		}
 		for i, d := range r.decisions {
-			jm.Decisions[sets[i]] = jsonDecision{Included: d.Included, Skipped: d.Skipped, Reason: d.Reason}
+			jm.Decisions[sets[i]] = jsonDecision(d)
 		}
 		out.Manifests = append(out.Manifests, jm)
 	}
