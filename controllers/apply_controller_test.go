@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
@@ -36,14 +34,7 @@ func applyEnv(t *testing.T) (client.Client, context.Context) {
 			t.Error(err)
 		}
 	})
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := configv1.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	c, err := controlplane.NewClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 )
@@ -65,11 +63,7 @@ func run(manager string, restarts int, operatorArgs []string) error {
 		}
 	}()
 
-	scheme := runtime.NewScheme()
-	if err := configv1.Install(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	c, err := controlplane.NewClient(cp.Config)
 	if err != nil {
 		return err
 	}

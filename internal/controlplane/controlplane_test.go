@@ -9,18 +9,13 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := configv1.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
