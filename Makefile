@@ -57,7 +57,7 @@ $(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(wildcard hac
 	@touch $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run all tests against a real API server.
+test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-faults
