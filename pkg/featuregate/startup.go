@@ -13,6 +13,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -129,11 +130,14 @@ func (s *Startup) read(ctx context.Context) (Snapshot, error) {
 }
 
 // describeReadError tells an absent object from an absent API: both leave us
-// without a snapshot, but they call for different fixes.
+// without a snapshot, but they call for different fixes. Without the CRD the
+// API server answers a bare "404 page not found", which client-go turns into
+// a NotFound that also names the object, marked UnexpectedServerResponse.
 func describeReadError(name string, err error) error {
 	var status apierrors.APIStatus
 	switch {
-	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
+	case apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeUnexpectedServerResponse) &&
+		errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
 		return fmt.Errorf("FeatureGate %s not found", name)
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		return fmt.Errorf("FeatureGate API not served (is the config.openshift.io CRD installed?): %w", err)
