@@ -81,6 +81,9 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
+	// The verifier is woken by the cache's watch errors, so it exists before
+	// the manager; its other fields are filled in once the manager does.
+	verifier := controllers.NewVerifier(controllers.Verifier{Options: opts})
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		MapperProvider:                featuregate.MapperProvider,
@@ -91,10 +94,13 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		LeaderElectionNamespace:       cfg.LeaderElection.ResourceNamespace,
 		LeaderElectionReleaseOnCancel: true, // hand the lease over at once on a restart
 		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout.Duration,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// One object matters; cache only it.
-			&configv1.FeatureGate{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ObjectName())},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				// One object matters; cache only it.
+				&configv1.FeatureGate{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ObjectName())},
+			},
+			DefaultWatchErrorHandler: verifier.WatchErrorHandler,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -136,6 +142,10 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		return fmt.Errorf("set up FeatureGate controller: %w", err)
 	}
 
+	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder = mgr.GetAPIReader(), startup, stopper, recorder
+	if err := mgr.Add(startup.AfterSnapshot(verifier)); err != nil {
+		return err
+	}
 	applier := &controllers.Applier{
 		Client:    mgr.GetClient(),
 		Snapshots: startup,

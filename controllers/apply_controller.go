@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -179,18 +178,8 @@ func (a *Applier) stillCurrent(ctx context.Context, snap featuregate.Snapshot) b
 		// Deleted or unreadable: the snapshot is all there is; keep it.
 		return true
 	}
-	live, err := featuregate.New(fg, a.Options)
-	if err != nil {
-		return true
-	}
-	if diff := featuregate.Diff(snap, live); len(diff) > 0 {
-		reason := strings.Join(diff, "; ")
-		ctrl.Log.WithName("apply").Info(reason+"; not applying, requesting shutdown", "startupFeatureSet", snap.FeatureSetName())
-		ShutdownRequests.Inc()
-		a.Stopper.Stop(reason)
-		return false
-	}
-	return true
+	diff, err := comparison{Options: a.Options, Stopper: a.Stopper, Recorder: a.Recorder}.compare(ctx, snap, fg, "apply")
+	return err != nil || len(diff) == 0
 }
 
 func (a *Applier) applyOne(ctx context.Context, m manifest.Manifest) error {

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -82,20 +81,18 @@ func (r *FeatureGateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			"FeatureGate %s was deleted; keeping startup feature set %s", req.Name, snapshot.FeatureSetName())
 		return resync, nil
 	}
-	live, err := featuregate.New(fg, r.Options)
+	diff, err := r.comparison().compare(ctx, snapshot, fg, "reconcile")
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("FeatureGate %s: %w", req.Name, err)
 	}
-	diff := featuregate.Diff(snapshot, live)
-	if len(diff) == 0 {
-		return resync, nil
+	if len(diff) > 0 {
+		return ctrl.Result{}, nil
 	}
-	reason := strings.Join(diff, "; ")
-	log.Info(reason+"; requesting shutdown", "featureGate", req.Name, "startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
-	r.event(fg, corev1.EventTypeWarning, ReasonFeatureGateChanged, "%s; requesting shutdown", reason)
-	ShutdownRequests.Inc()
-	r.Stopper.Stop(reason)
-	return ctrl.Result{}, nil
+	return resync, nil
+}
+
+func (r *FeatureGateReconciler) comparison() comparison {
+	return comparison{Options: r.Options, Stopper: r.Stopper, Recorder: r.Recorder}
 }
 
 func (r *FeatureGateReconciler) event(obj runtime.Object, eventType, reason, note string, args ...any) {
