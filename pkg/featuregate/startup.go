@@ -82,8 +82,9 @@ func (s *Startup) Start(ctx context.Context) error {
 		deadline = t.C
 	}
 	name := s.opts.ObjectName()
+	started := time.Now()
 	for attempt := 1; ; attempt++ {
-		snap, err := s.read(ctx)
+		snap, err := s.readOnce(ctx, started)
 		if err == nil {
 			log.Info("startup feature set "+snap.String(), "featureGate", name, "featureSet", snap.FeatureSetName(), "attempts", attempt)
 			if s.OnSnapshot != nil {
@@ -111,6 +112,20 @@ func (s *Startup) Start(ctx context.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// AttemptTimeout bounds one read, so that an API that drops packets rather
+// than refusing connections cannot hold an attempt, or Timeout, hostage.
+const AttemptTimeout = 10 * time.Second
+
+func (s *Startup) readOnce(ctx context.Context, started time.Time) (Snapshot, error) {
+	limit := AttemptTimeout
+	if s.Timeout > 0 {
+		limit = max(min(limit, s.Timeout-time.Since(started)), time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return s.read(ctx)
 }
 
 func (s *Startup) read(ctx context.Context) (Snapshot, error) {
@@ -149,6 +164,9 @@ func describeReadError(name string, err error) error {
 func (s *Startup) publish(snap Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.snap != nil {
+		return // taken already; the first snapshot is the startup snapshot
+	}
 	s.snap = &snap
 	s.lastErr = nil
 	close(s.taken)

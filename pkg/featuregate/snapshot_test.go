@@ -1,0 +1,380 @@
+package featuregate_test
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+)
+
+// mutation changes a FeatureGate under construction.
+type mutation func(*configv1.FeatureGate)
+
+// featureGate is a FeatureGate as the API server would hand it back.
+func featureGate(set configv1.FeatureSet, mutations ...mutation) *configv1.FeatureGate {
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
+	fg.Spec.FeatureSet = set
+	for _, m := range mutations {
+		m(fg)
+	}
+	return fg
+}
+
+func custom(enabled, disabled []string) mutation {
+	return func(fg *configv1.FeatureGate) {
+		c := &configv1.CustomFeatureGates{}
+		for _, n := range enabled {
+			c.Enabled = append(c.Enabled, configv1.FeatureGateName(n))
+		}
+		for _, n := range disabled {
+			c.Disabled = append(c.Disabled, configv1.FeatureGateName(n))
+		}
+		fg.Spec.CustomNoUpgrade = c
+	}
+}
+
+func status(version string, enabled, disabled []string) mutation {
+	return func(fg *configv1.FeatureGate) {
+		fg.Status.FeatureGates = append(fg.Status.FeatureGates, details(version, enabled, disabled))
+	}
+}
+
+func details(version string, enabled, disabled []string) configv1.FeatureGateDetails {
+	d := configv1.FeatureGateDetails{Version: version}
+	for _, n := range enabled {
+		d.Enabled = append(d.Enabled, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
+	}
+	for _, n := range disabled {
+		d.Disabled = append(d.Disabled, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
+	}
+	return d
+}
+
+func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.Options) featuregate.Snapshot {
+	t.Helper()
+	s, err := featuregate.New(fg, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+// Diff is the whole restart decision, so each row pins both the decision
+// (empty or not) and the exact sentence the operator logs.
+func TestNewAndDiff(t *testing.T) {
+	const v = "4.11.0"
+	versioned := featuregate.Options{Version: v}
+	tests := []struct {
+		name             string
+		opts             featuregate.Options
+		snapshot, live   *configv1.FeatureGate
+		want             []string
+		snapshotFeatures string
+	}{
+		{
+			name:     "empty and Default are the same set",
+			snapshot: featureGate(""), live: featureGate("Default"),
+			snapshotFeatures: "Default",
+		},
+		{
+			name:     "Default to TechPreviewNoUpgrade",
+			snapshot: featureGate(configv1.Default), live: featureGate(configv1.TechPreviewNoUpgrade),
+			want: []string{"feature set changed from Default to TechPreviewNoUpgrade"},
+		},
+		{
+			name:     "spelled Default to TechPreviewNoUpgrade",
+			snapshot: featureGate("Default"), live: featureGate(configv1.TechPreviewNoUpgrade),
+			want:             []string{"feature set changed from Default to TechPreviewNoUpgrade"},
+			snapshotFeatures: "Default",
+		},
+		{
+			name:     "TechPreviewNoUpgrade to DevPreviewNoUpgrade",
+			snapshot: featureGate(configv1.TechPreviewNoUpgrade), live: featureGate(configv1.DevPreviewNoUpgrade),
+			want:             []string{"feature set changed from TechPreviewNoUpgrade to DevPreviewNoUpgrade"},
+			snapshotFeatures: "TechPreviewNoUpgrade",
+		},
+		{
+			name:     "same set is equal",
+			snapshot: featureGate(configv1.TechPreviewNoUpgrade), live: featureGate(configv1.TechPreviewNoUpgrade),
+		},
+		{
+			name:     "customNoUpgrade lists in another order are equal",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B", "C"}, []string{"D", "E"})),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"C", "A", "B"}, []string{"E", "D"})),
+		},
+		{
+			name:     "customNoUpgrade duplicates do not count",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "A"}, nil)),
+		},
+		{
+			name:     "customNoUpgrade absent equals empty lists",
+			snapshot: featureGate(configv1.CustomNoUpgrade),
+			live:     featureGate(configv1.CustomNoUpgrade, custom(nil, nil)),
+		},
+		{
+			name:     "customNoUpgrade.enabled added",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"X", "A"}, nil)),
+			want:     []string{"customNoUpgrade.enabled added [X]"},
+		},
+		{
+			name:     "customNoUpgrade.enabled removed",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B"}, nil)),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"B"}, nil)),
+			want:     []string{"customNoUpgrade.enabled removed [A]"},
+		},
+		{
+			name:     "customNoUpgrade.disabled added and removed",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"A", "B"})),
+			live:     featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"C", "B", "D"})),
+			want:     []string{"customNoUpgrade.disabled added [C D]", "customNoUpgrade.disabled removed [A]"},
+		},
+		{
+			name:     "gate moved from disabled to enabled in customNoUpgrade",
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"A"})),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)),
+			want:     []string{"customNoUpgrade.enabled added [A]", "customNoUpgrade.disabled removed [A]"},
+		},
+		{
+			name:     "feature set and lists changed together",
+			snapshot: featureGate(configv1.Default),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"X"}, nil)),
+			want:     []string{"feature set changed from Default to CustomNoUpgrade", "customNoUpgrade.enabled added [X]"},
+		},
+		{
+			name:     "no version configured: status is ignored",
+			snapshot: featureGate("", status(v, []string{"A"}, nil)),
+			live:     featureGate("", status(v, nil, []string{"A"})),
+		},
+		{
+			name:     "status entries for other versions are ignored",
+			opts:     versioned,
+			snapshot: featureGate("", status("4.10.0", []string{"A"}, nil), status(v, []string{"B"}, nil)),
+			live:     featureGate("", status("4.10.0", nil, []string{"A"}), status(v, []string{"B"}, nil), status("4.12.0", []string{"C"}, nil)),
+		},
+		{
+			name:     "status lists in another order are equal",
+			opts:     versioned,
+			snapshot: featureGate("", status(v, []string{"A", "B"}, []string{"C", "D"})),
+			live:     featureGate("", status(v, []string{"B", "A"}, []string{"D", "C"})),
+		},
+		{
+			name:     "version entry missing on both sides is equal",
+			opts:     versioned,
+			snapshot: featureGate("", status("4.10.0", []string{"A"}, nil)),
+			live:     featureGate(""),
+		},
+		{
+			name:     "version entry removed",
+			opts:     versioned,
+			snapshot: featureGate("", status(v, []string{"A"}, nil)),
+			live:     featureGate("", status("4.10.0", []string{"A"}, nil)),
+			want:     []string{"status.featureGates entry for version 4.11.0 removed"},
+		},
+		{
+			name:     "version entry appeared",
+			opts:     versioned,
+			snapshot: featureGate(""),
+			live:     featureGate("", status(v, nil, nil)),
+			want:     []string{"status.featureGates entry for version 4.11.0 appeared"},
+		},
+		{
+			name:     "gate enabled to disabled",
+			opts:     versioned,
+			snapshot: featureGate("", status(v, []string{"X", "Y"}, nil)),
+			live:     featureGate("", status(v, []string{"X"}, []string{"Y"})),
+			want:     []string{"gate Y enabled -> disabled in status for version 4.11.0"},
+		},
+		{
+			name:     "gates appearing and disappearing, sorted by name",
+			opts:     versioned,
+			snapshot: featureGate("", status(v, []string{"B"}, []string{"C"})),
+			live:     featureGate("", status(v, []string{"A"}, []string{"C"})),
+			want: []string{
+				"gate A absent -> enabled in status for version 4.11.0",
+				"gate B enabled -> absent in status for version 4.11.0",
+			},
+		},
+		{
+			name:     "unwatched status gate changes are no difference",
+			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			snapshot: featureGate("", status(v, []string{"Watched", "Other"}, []string{"Third"})),
+			live:     featureGate("", status(v, []string{"Watched", "Third"}, []string{"Other", "New"})),
+		},
+		{
+			name:     "watched status gate change is a difference",
+			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			snapshot: featureGate("", status(v, []string{"Watched", "Other"}, nil)),
+			live:     featureGate("", status(v, []string{"Other"}, []string{"Watched"})),
+			want:     []string{"gate Watched enabled -> disabled in status for version 4.11.0"},
+		},
+		{
+			name:     "unwatched customNoUpgrade gate changes are no difference",
+			opts:     featuregate.Options{WatchedGates: []string{"Watched"}},
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"Watched"}, nil)),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"Watched", "Other"}, []string{"Third"})),
+		},
+		{
+			name:     "watched gates do not hide a feature set change",
+			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			snapshot: featureGate("", status(v, []string{"Watched"}, nil)),
+			live:     featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"Watched"}, nil)),
+			want:     []string{"feature set changed from Default to TechPreviewNoUpgrade"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			snapshot := mustNew(t, tt.snapshot, tt.opts)
+			live := mustNew(t, tt.live, tt.opts)
+			g.Expect(featuregate.Diff(snapshot, live)).To(Equal(tt.want))
+			g.Expect(featuregate.Equal(snapshot, live)).To(Equal(len(tt.want) == 0))
+			// Every snapshot equals itself, and the comparison is symmetric
+			// in its verdict.
+			g.Expect(featuregate.Diff(snapshot, snapshot)).To(BeEmpty())
+			g.Expect(featuregate.Diff(live, snapshot)).To(HaveLen(len(tt.want)))
+			if tt.snapshotFeatures != "" {
+				g.Expect(snapshot.FeatureSetName()).To(Equal(tt.snapshotFeatures))
+			}
+		})
+	}
+}
+
+func TestNewRejectsNil(t *testing.T) {
+	g := NewWithT(t)
+	_, err := featuregate.New(nil, featuregate.Options{})
+	g.Expect(err).To(HaveOccurred())
+}
+
+// "Default" and "" are one feature set: the API's enum only allows "", but
+// people and release manifests write "Default".
+func TestSnapshotFeatureSetNormalised(t *testing.T) {
+	g := NewWithT(t)
+	for _, set := range []configv1.FeatureSet{"", "Default"} {
+		s := mustNew(t, featureGate(set), featuregate.Options{})
+		g.Expect(s.FeatureSet()).To(Equal(configv1.Default))
+		g.Expect(s.FeatureSetName()).To(Equal("Default"))
+		g.Expect(s.String()).To(Equal("Default"))
+	}
+}
+
+func TestSnapshotComplete(t *testing.T) {
+	const v = "4.11.0"
+	tests := []struct {
+		name    string
+		fg      *configv1.FeatureGate
+		opts    featuregate.Options
+		missing bool
+	}{
+		{name: "no version configured, no status", fg: featureGate("")},
+		{name: "version entry present", fg: featureGate("", status(v, nil, nil)), opts: featuregate.Options{Version: v}},
+		{name: "no status at all", fg: featureGate(""), opts: featuregate.Options{Version: v}, missing: true},
+		{name: "only other versions", fg: featureGate("", status("4.10.0", []string{"A"}, nil)), opts: featuregate.Options{Version: v}, missing: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := mustNew(t, tt.fg, tt.opts).Complete()
+			if !tt.missing {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(errors.Is(err, featuregate.ErrVersionMissing)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(v))
+		})
+	}
+}
+
+func TestSnapshotGatesAndString(t *testing.T) {
+	g := NewWithT(t)
+	s := mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status("4.11.0", []string{"Z", "A"}, []string{"M", "B"})), featuregate.Options{Version: "4.11.0"})
+	g.Expect(s.Version()).To(Equal("4.11.0"))
+	g.Expect(s.EnabledGates()).To(Equal([]string{"A", "Z"}))
+	g.Expect(s.DisabledGates()).To(Equal([]string{"B", "M"}))
+	g.Expect(s.String()).To(Equal("TechPreviewNoUpgrade (version 4.11.0: enabled [A Z], disabled [B M])"))
+
+	c := mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"Y", "X"}, []string{"W"})), featuregate.Options{})
+	g.Expect(c.String()).To(Equal("CustomNoUpgrade (customNoUpgrade enabled [X Y], disabled [W])"))
+}
+
+// Enabled never panics and never says yes to a gate it does not know:
+// library-go's reader panicked on unknown gates, which broke operators when
+// CustomNoUpgrade came without lists.
+func TestSnapshotEnabled(t *testing.T) {
+	const v = "4.11.0"
+	tests := []struct {
+		name     string
+		snapshot featuregate.Snapshot
+		enabled  []string
+		off      []string
+	}{
+		{name: "zero value", snapshot: featuregate.Snapshot{}, off: []string{"A", ""}},
+		{name: "Default", snapshot: mustNew(t, featureGate(""), featuregate.Options{}), off: []string{"A"}},
+		{
+			name:     "CustomNoUpgrade without lists",
+			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade), featuregate.Options{}),
+			off:      []string{"A"},
+		},
+		{
+			name:     "CustomNoUpgrade with lists",
+			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, []string{"B"})), featuregate.Options{}),
+			enabled:  []string{"A"},
+			off:      []string{"B", "Unknown"},
+		},
+		{
+			name:     "customNoUpgrade lists under another feature set are not in force",
+			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, custom([]string{"A"}, nil)), featuregate.Options{}),
+			off:      []string{"A"},
+		},
+		{
+			name:     "status entry for the version",
+			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"A"}, []string{"B"})), featuregate.Options{Version: v}),
+			enabled:  []string{"A"},
+			off:      []string{"B", "Unknown"},
+		},
+		{
+			name:     "status entry narrowed to watched gates",
+			snapshot: mustNew(t, featureGate("", status(v, []string{"A", "B"}, nil)), featuregate.Options{Version: v, WatchedGates: []string{"A"}}),
+			enabled:  []string{"A"},
+			off:      []string{"B"},
+		},
+		{
+			name:     "version entry missing",
+			snapshot: mustNew(t, featureGate("", status("4.10.0", []string{"A"}, nil)), featuregate.Options{Version: v}),
+			off:      []string{"A"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			for _, gate := range tt.enabled {
+				g.Expect(tt.snapshot.Enabled(gate)).To(BeTrue(), gate)
+			}
+			for _, gate := range tt.off {
+				g.Expect(tt.snapshot.Enabled(gate)).To(BeFalse(), gate)
+			}
+		})
+	}
+}
+
+// A zero featuregate.Snapshot (say, a struct field never set) is safe to use everywhere.
+func TestZeroSnapshotIsSafe(t *testing.T) {
+	g := NewWithT(t)
+	var zero featuregate.Snapshot
+	g.Expect(func() {
+		_ = zero.String()
+		_ = zero.FeatureSetName()
+		_ = zero.EnabledGates()
+		_ = zero.DisabledGates()
+		_ = zero.Complete()
+		_ = featuregate.Diff(zero, zero)
+		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.Options{Version: "4.11.0"}))
+	}).NotTo(Panic())
+	g.Expect(zero.FeatureSetName()).To(Equal("Default"))
+	g.Expect(zero.EnabledGates()).To(BeEmpty())
+}
