@@ -112,7 +112,7 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	startup := featuregate.NewStartup(mgr.GetAPIReader(), opts)
 	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
 	startup.Timeout = cfg.InitialFetchTimeout.Duration
-	recorder := mgr.GetEventRecorder("featuregate-operator")
+	recorder := mgr.GetEventRecorder(controllers.EventSource)
 	startup.OnSnapshot = func(snap featuregate.Snapshot) {
 		controllers.StartupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
 		fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.ObjectName()}}
@@ -136,13 +136,14 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		Options:      opts,
 		Stopper:      stopper,
 		Recorder:     recorder,
+		Events:       mgr.GetClient(),
 		ResyncPeriod: cfg.ResyncPeriod.Duration,
 	}
 	if err := reconciler.SetupWithManager(mgr, startup, cfg.CacheSyncTimeout.Duration); err != nil {
 		return fmt.Errorf("set up FeatureGate controller: %w", err)
 	}
 
-	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder = mgr.GetAPIReader(), startup, stopper, recorder
+	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder, verifier.Events = mgr.GetAPIReader(), startup, stopper, recorder, mgr.GetClient()
 	if err := mgr.Add(startup.AfterSnapshot(verifier)); err != nil {
 		return err
 	}
@@ -153,6 +154,7 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		Options:   opts,
 		Stopper:   stopper,
 		Recorder:  recorder,
+		Events:    mgr.GetClient(),
 		Status: &controllers.StatusReporter{
 			Client:  mgr.GetClient(),
 			Reader:  mgr.GetAPIReader(),

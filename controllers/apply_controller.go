@@ -50,7 +50,9 @@ type Applier struct {
 		Requested() <-chan struct{}
 	}
 	Recorder events.EventRecorder
-	Status   *StatusReporter
+	// Events, when set, writes the FeatureGateChanged Event synchronously.
+	Events client.Client
+	Status *StatusReporter
 
 	Dir          string
 	Profile      string
@@ -178,7 +180,7 @@ func (a *Applier) stillCurrent(ctx context.Context, snap featuregate.Snapshot) b
 		// Deleted or unreadable: the snapshot is all there is; keep it.
 		return true
 	}
-	diff, err := comparison{Options: a.Options, Stopper: a.Stopper, Recorder: a.Recorder}.compare(ctx, snap, fg, "apply")
+	diff, err := comparison{Options: a.Options, Stopper: a.Stopper, Recorder: a.Recorder, Events: a.Events}.compare(ctx, snap, fg, "apply")
 	return err != nil || len(diff) == 0
 }
 
@@ -203,6 +205,13 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	Manifests.WithLabelValues("excluded").Set(float64(run.Excluded))
 	Manifests.WithLabelValues("skipped").Set(float64(run.Skipped))
 	LastApplyDuration.Set(run.Duration.Seconds())
+	log := ctrl.Log.WithName("apply")
+	for _, err := range run.Invalid {
+		log.Error(err, "invalid manifest")
+	}
+	for _, err := range run.Failed {
+		log.Error(err, "manifest not applied")
+	}
 	if a.Status == nil {
 		return
 	}

@@ -2,12 +2,17 @@ package controllers
 
 import (
 	"context"
+	"os"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
@@ -19,6 +24,10 @@ type comparison struct {
 	Options  featuregate.Options
 	Stopper  Stopper
 	Recorder events.EventRecorder
+	// Events, when set, writes the FeatureGateChanged Event synchronously:
+	// the shutdown it announces takes milliseconds, and the recorder's queue
+	// would be dropped with the manager's context.
+	Events client.Client
 }
 
 // compare builds the live view the way the snapshot was built and, when they
@@ -36,10 +45,38 @@ func (c comparison) compare(ctx context.Context, snapshot featuregate.Snapshot, 
 	reason := strings.Join(diff, "; ")
 	ctrl.LoggerFrom(ctx).Info(reason+"; requesting shutdown", "featureGate", fg.Name, "detectedBy", by,
 		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
-	if c.Recorder != nil {
-		c.Recorder.Eventf(fg, nil, corev1.EventTypeWarning, ReasonFeatureGateChanged, "Compare", "%s; requesting shutdown", reason)
-	}
+	c.recordChange(ctx, fg, reason+"; requesting shutdown")
 	ShutdownRequests.Inc()
 	c.Stopper.Stop(reason)
 	return diff, nil
+}
+
+func (c comparison) recordChange(ctx context.Context, fg *configv1.FeatureGate, note string) {
+	if c.Events == nil {
+		if c.Recorder != nil {
+			c.Recorder.Eventf(fg, nil, corev1.EventTypeWarning, ReasonFeatureGateChanged, "Compare", "%s", note)
+		}
+		return
+	}
+	host, _ := os.Hostname()
+	now := metav1.NowMicro()
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: fg.Name + ".", Namespace: metav1.NamespaceDefault},
+		EventTime:  now,
+		Regarding: corev1.ObjectReference{
+			APIVersion: configv1.GroupVersion.String(), Kind: "FeatureGate",
+			Name: fg.Name, UID: fg.UID, ResourceVersion: fg.ResourceVersion,
+		},
+		Reason:              ReasonFeatureGateChanged,
+		Action:              "Compare",
+		Note:                truncate(note, 1024),
+		Type:                corev1.EventTypeWarning,
+		ReportingController: EventSource,
+		ReportingInstance:   truncate(EventSource+"-"+host, 128),
+	}
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.Events.Create(writeCtx, ev); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "record FeatureGateChanged Event", "featureGate", fg.Name)
+	}
 }

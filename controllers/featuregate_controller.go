@@ -10,13 +10,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
@@ -26,6 +29,9 @@ import (
 // +kubebuilder:rbac:groups=config.openshift.io,resources=featuregates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// EventSource is the reporting controller of the operator's Events.
+const EventSource = "featuregate-operator"
 
 // Event reasons.
 const (
@@ -55,6 +61,9 @@ type FeatureGateReconciler struct {
 	Options   featuregate.Options
 	Stopper   Stopper
 	Recorder  events.EventRecorder
+	// Events, when set, writes the FeatureGateChanged Event synchronously
+	// before the stop (see comparison).
+	Events client.Client
 	// ResyncPeriod re-runs the comparison without an event.
 	ResyncPeriod time.Duration
 }
@@ -92,7 +101,7 @@ func (r *FeatureGateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 func (r *FeatureGateReconciler) comparison() comparison {
-	return comparison{Options: r.Options, Stopper: r.Stopper, Recorder: r.Recorder}
+	return comparison{Options: r.Options, Stopper: r.Stopper, Recorder: r.Recorder, Events: r.Events}
 }
 
 func (r *FeatureGateReconciler) event(obj runtime.Object, eventType, reason, note string, args ...any) {
@@ -126,6 +135,16 @@ func (r *FeatureGateReconciler) SetupWithManager(mgr manager.Manager, startup *f
 	// Every update counts, status-only ones included: the gate lists live in
 	// status, so no GenerationChangedPredicate here.
 	if err := c.Watch(source.Kind(mgr.GetCache(), &configv1.FeatureGate{}, &handler.TypedEnqueueRequestForObject[*configv1.FeatureGate]{})); err != nil {
+		return err
+	}
+	// One reconcile whatever the first list holds: a FeatureGate deleted
+	// between the snapshot and the cache sync gives the watch no event, and
+	// would otherwise go unreported, with no resync started.
+	name := r.Options.ObjectName()
+	if err := c.Watch(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		return nil
+	})); err != nil {
 		return err
 	}
 	return mgr.Add(startup.AfterSnapshot(c))

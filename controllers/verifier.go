@@ -29,6 +29,8 @@ type Verifier struct {
 	Options   featuregate.Options
 	Stopper   Stopper
 	Recorder  events.EventRecorder
+	// Events, when set, writes the FeatureGateChanged Event synchronously.
+	Events client.Client
 	// Interval between live reads; DefaultVerifyInterval when zero.
 	Interval time.Duration
 
@@ -83,7 +85,7 @@ func (v *Verifier) verify(ctx context.Context) {
 		fg := &configv1.FeatureGate{}
 		err := v.Reader.Get(ctx, client.ObjectKey{Name: v.Options.ObjectName()}, fg)
 		if err == nil {
-			c := comparison{Options: v.Options, Stopper: v.Stopper, Recorder: v.Recorder}
+			c := comparison{Options: v.Options, Stopper: v.Stopper, Recorder: v.Recorder, Events: v.Events}
 			if _, err := c.compare(ctrl.LoggerInto(ctx, log), snapshot, fg, "live read after a watch failure"); err != nil {
 				log.Error(err, "compare FeatureGate")
 			}

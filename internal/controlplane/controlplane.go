@@ -73,6 +73,7 @@ func Start(opts Options) (*ControlPlane, error) {
 	// A fixed certificate directory lets the API server restart with the
 	// same serving certificate and client CA, so clients keep working.
 	apiServer := &envtest.APIServer{CertDir: filepath.Join(cp.dir, "apiserver"), Out: opts.Out, Err: opts.Out}
+	quickShutdown(apiServer)
 	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -136,6 +137,7 @@ func (cp *ControlPlane) SecondAPIServer() (*rest.Config, error) {
 		Out:     first.Out,
 		Err:     first.Err,
 	}
+	quickShutdown(s)
 	if err := s.Start(); err != nil {
 		return nil, fmt.Errorf("start second kube-apiserver: %w", err)
 	}
@@ -167,6 +169,12 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 
 // Kubectl is the path of the kubectl built beside the API server.
 func (cp *ControlPlane) Kubectl() string { return filepath.Join(cp.assets, "kubectl") }
+
+// quickShutdown stops the API server promptly under open watches (by
+// default it waits for them), so that outage tests can stop it at will.
+func quickShutdown(s *envtest.APIServer) {
+	s.Configure().Set("shutdown-watch-termination-grace-period", "1s")
+}
 
 // AssetsDir resolves where etcd, kube-apiserver and kubectl are.
 func AssetsDir(dir string) (string, error) {
