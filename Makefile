@@ -61,8 +61,13 @@ test: manifests generate fmt vet envtest-assets kustomize ## Run all tests again
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ## Run only the fault-injection suite, one line per scenario.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) -count=1 -run 'TestFault' -v ./test/e2e/ | grep -E '^(FAULT|[0-9]+ passed)' || true
+FAULTS ?= TestFault
+FAULTS_LOG ?= $(LOCALBIN)/test-faults.log
+test-faults: envtest-assets ## Run only the fault suite, one line per scenario (FAULTS=TestFaultWatchCut for one; full log in bin/test-faults.log).
+	@mkdir -p $(LOCALBIN); rc=0; KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) -count=1 -run '^$(FAULTS)' -v ./test/e2e/ > $(FAULTS_LOG) 2>&1 || rc=$$?; \
+	sed -nE 's/^FAULT //p; /^[0-9]+ passed, [0-9]+ failed$$/p' $(FAULTS_LOG); \
+	if [ $$rc -ne 0 ]; then grep -E '^(--- FAIL|FAIL|panic:)' $(FAULTS_LOG) || tail -20 $(FAULTS_LOG); echo "test-faults: go test exited $$rc; full log: $(FAULTS_LOG)"; fi; \
+	exit $$rc
 
 .PHONY: fuzz
 fuzz: ## Fuzz the manifest inclusion and loading functions briefly.
