@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func (c comparison) recordChange(ctx context.Context, fg *configv1.FeatureGate, 
 	host, _ := os.Hostname()
 	now := metav1.NowMicro()
 	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: fg.Name + ".", Namespace: metav1.NamespaceDefault},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", fg.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
 		EventTime:  now,
 		Regarding: corev1.ObjectReference{
 			APIVersion: configv1.GroupVersion.String(), Kind: "FeatureGate",
