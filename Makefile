@@ -135,8 +135,8 @@ golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT):
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
-# go-install-tool installs package $2 at version $3 as $1, and links the
-# unversioned name to it (kubebuilder's recipe).
+# go-install-tool installs package $2 at version $3 as $1 (<name>-<version>),
+# and links <name> to it (kubebuilder's recipe).
 define go-install-tool
 @[ -f "$(1)" ] || { \
 set -e; \
@@ -144,7 +144,7 @@ package=$(2)@$(3) ;\
 echo "Downloading $${package}" ;\
 rm -f $(1) || true ;\
 GOBIN=$(LOCALBIN) go install $${package} ;\
-mv $(LOCALBIN)/$$(basename "$(2)") $(1) ;\
+mv $(LOCALBIN)/$$(basename "$(1)" | sed "s/-$(3)$$//") $(1) ;\
 } ;\
-ln -sf $$(realpath $(1)) $(LOCALBIN)/$$(basename "$(2)")
+ln -sf $$(realpath $(1)) $(LOCALBIN)/$$(basename "$(1)" | sed "s/-$(3)$$//")
 endef
