@@ -109,7 +109,11 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
 	defer cancel()
 	stopper := featuregate.NewStopper(cancel)
-	startup := featuregate.NewStartup(mgr.GetAPIReader(), opts)
+	live, err := featuregate.NewLiveGetter(restConfig)
+	if err != nil {
+		return err
+	}
+	startup := featuregate.NewStartup(live, opts)
 	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
 	startup.Timeout = cfg.InitialFetchTimeout.Duration
 	recorder := mgr.GetEventRecorder(controllers.EventSource)
@@ -143,7 +147,7 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 		return fmt.Errorf("set up FeatureGate controller: %w", err)
 	}
 
-	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder, verifier.Events = mgr.GetAPIReader(), startup, stopper, recorder, mgr.GetClient()
+	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder, verifier.Events = live, startup, stopper, recorder, mgr.GetClient()
 	if err := mgr.Add(startup.AfterSnapshot(verifier)); err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ const DefaultVerifyInterval = 500 * time.Millisecond
 // a read succeeds, and compares that read like any reconcile: the process
 // learns of the change within about Interval of the API returning.
 type Verifier struct {
-	// Reader reads live: mgr.GetAPIReader().
-	Reader    client.Reader
+	// Reader reads live, without retries of its own: featuregate.NewLiveGetter.
+	Reader    featuregate.Getter
 	Snapshots Snapshots
 	Options   featuregate.Options
 	Stopper   Stopper

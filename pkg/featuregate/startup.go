@@ -33,7 +33,7 @@ const (
 // answering, and it keeps reading until it succeeds: it never assumes a
 // feature set it did not read.
 type Startup struct {
-	reader client.Reader
+	reader Getter
 	opts   Options
 
 	// BackoffCap bounds the wait between reads; DefaultBackoffCap when zero.
@@ -53,9 +53,10 @@ type Startup struct {
 	taken   chan struct{}
 }
 
-// NewStartup reads through r, which should be live (mgr.GetAPIReader()):
-// the manager's cache may not be running yet, and must not decide this.
-func NewStartup(r client.Reader, opts Options) *Startup {
+// NewStartup reads through r, which must be live (NewLiveGetter, or
+// mgr.GetAPIReader()): the manager's cache may not be running yet, and must
+// not decide this.
+func NewStartup(r Getter, opts Options) *Startup {
 	return &Startup{reader: r, opts: opts, taken: make(chan struct{})}
 }
 

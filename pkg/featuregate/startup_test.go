@@ -251,7 +251,13 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	viaDiscovery := featuregate.NewStartup(plain, featuregate.Options{})
 	viaDiscovery.BackoffCap = 250 * time.Millisecond
 	viaDiscoveryDone := runStartup(t, viaDiscovery)
-	for _, s := range []*featuregate.Startup{s, viaDiscovery} {
+	// And the live getter main.go uses.
+	lg, err := featuregate.NewLiveGetter(cp.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	viaLive := featuregate.NewStartup(lg, featuregate.Options{})
+	viaLive.BackoffCap = 250 * time.Millisecond
+	viaLiveDone := runStartup(t, viaLive)
+	for _, s := range []*featuregate.Startup{s, viaDiscovery, viaLive} {
 		g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(And(
 			HavePrefix("initial FeatureGate not read yet: "),
 			ContainSubstring("FeatureGate API not served (is the config.openshift.io CRD installed?)"),
@@ -266,13 +272,14 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	fg := featureGate(configv1.TechPreviewNoUpgrade)
 	g.Eventually(func() error { return c.Create(ctx, fg) }).WithTimeout(30 * time.Second).Should(Succeed())
 
-	for _, s := range []*featuregate.Startup{s, viaDiscovery} {
+	for _, s := range []*featuregate.Startup{s, viaDiscovery, viaLive} {
 		g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
 		snap, _ := s.Snapshot()
 		g.Expect(snap.FeatureSet()).To(Equal(configv1.TechPreviewNoUpgrade))
 	}
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	g.Eventually(viaDiscoveryDone).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+	g.Eventually(viaLiveDone).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
 
 // With a version configured, a FeatureGate whose status has no entry for it
