@@ -97,14 +97,14 @@ func run(manager string, restarts int, operatorArgs []string) error {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	fmt.Printf(`run-local: control plane at %s, FeatureGate cluster created with feature set %q
+	fmt.Printf(`run-local: control plane at %s, FeatureGate cluster created with feature set %s
 run-local: in another shell:
     export KUBECONFIG=%s
     alias kubectl=%s
     kubectl get featuregate cluster -o yaml
     kubectl patch featuregate cluster --type=merge -p '{"spec":{"featureSet":"TechPreviewNoUpgrade"}}'
 run-local: Ctrl-C stops the operator and the control plane
-`, cp.Host(), fg.Spec.FeatureSet, kubeconfig, cp.Kubectl())
+`, cp.Host(), featureSetName(fg.Spec.FeatureSet), kubeconfig, cp.Kubectl())
 
 	for start := 0; ; start++ {
 		code, err := runOperator(ctx, manager, kubeconfig, operatorArgs)
@@ -123,6 +123,13 @@ run-local: Ctrl-C stops the operator and the control plane
 		}
 		fmt.Println("run-local: operator exited 0; starting it again, as the kubelet would")
 	}
+}
+
+func featureSetName(s configv1.FeatureSet) string {
+	if s == configv1.Default {
+		return "Default"
+	}
+	return string(s)
 }
 
 func gates(list string) []configv1.FeatureGateAttributes {
