@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +85,13 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	// The verifier is woken by the cache's watch errors, so it exists before
 	// the manager; its other fields are filled in once the manager does.
 	verifier := controllers.NewVerifier(controllers.Verifier{Options: opts})
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	live, err := featuregate.NewLiveGetter(restConfig)
+	if err != nil {
+		return err
+	}
+	managerConfig := rest.CopyConfig(restConfig)
+	managerConfig.Wrap(verifier.WrapTransport)
+	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
 		Scheme:                        scheme,
 		MapperProvider:                featuregate.MapperProvider,
 		Metrics:                       metricsOptions(cfg, certs),
@@ -109,10 +116,6 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
 	defer cancel()
 	stopper := featuregate.NewStopper(cancel)
-	live, err := featuregate.NewLiveGetter(restConfig)
-	if err != nil {
-		return err
-	}
 	startup := featuregate.NewStartup(live, opts)
 	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
 	startup.Timeout = cfg.InitialFetchTimeout.Duration

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -19,9 +20,10 @@ const DefaultVerifyInterval = 500 * time.Millisecond
 // Verifier reads the FeatureGate live whenever the cache's watch fails. A
 // watch broken by an API outage comes back on the reflector's own backoff,
 // which grows to many seconds, and a change made during the outage would wait
-// for it (or for the resync). The verifier instead reads every Interval until
-// a read succeeds, and compares that read like any reconcile: the process
-// learns of the change within about Interval of the API returning.
+// for it (or for the resync). The verifier instead reads every Interval,
+// comparing each read like any reconcile, until the watch has been quiet for
+// a while: the process learns of the change within about Interval of the
+// API returning.
 type Verifier struct {
 	// Reader reads live, without retries of its own: featuregate.NewLiveGetter.
 	Reader    featuregate.Getter
@@ -47,10 +49,37 @@ func NewVerifier(v Verifier) *Verifier {
 // client-go's logging and wakes the verifier.
 func (v *Verifier) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
 	toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	v.wake()
+}
+
+// WrapTransport wakes the verifier whenever a request of the manager fails
+// to reach a working API server: client-go's reflector retries a refused
+// watch inside its own loop without telling the WatchErrorHandler, so the
+// transport is where an outage is seen first. Use it as rest.Config's
+// WrapTransport for the manager (not for Reader, whose own failures during
+// the outage would only echo).
+func (v *Verifier) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return troubleTransport{next: rt, wake: v.wake}
+}
+
+func (v *Verifier) wake() {
 	select {
 	case v.trouble <- struct{}{}:
 	default:
 	}
+}
+
+type troubleTransport struct {
+	next http.RoundTripper
+	wake func()
+}
+
+func (t troubleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= http.StatusInternalServerError {
+		t.wake()
+	}
+	return resp, err
 }
 
 // NeedLeaderElection is false: every replica guards its own snapshot.
@@ -68,7 +97,10 @@ func (v *Verifier) Start(ctx context.Context) error {
 	}
 }
 
-// verify reads until one read succeeds, and compares it.
+// verify reads every interval and compares each successful read, until a
+// read succeeds with the watch quiet for settle: a stopping API server still
+// answers for a moment after it broke the watch, and a read then proves
+// nothing about the outage that follows.
 func (v *Verifier) verify(ctx context.Context) {
 	log := ctrl.Log.WithName("verify")
 	snapshot, ok := v.Snapshots.Snapshot()
@@ -79,24 +111,31 @@ func (v *Verifier) verify(ctx context.Context) {
 	if interval <= 0 {
 		interval = DefaultVerifyInterval
 	}
+	settle := 10 * interval
+	lastTrouble := time.Now()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	c := comparison{Options: v.Options, Stopper: v.Stopper, Recorder: v.Recorder, Events: v.Events}
 	for {
 		fg := &configv1.FeatureGate{}
 		err := v.Reader.Get(ctx, client.ObjectKey{Name: v.Options.ObjectName()}, fg)
-		if err == nil {
-			c := comparison{Options: v.Options, Stopper: v.Stopper, Recorder: v.Recorder, Events: v.Events}
-			if _, err := c.compare(ctrl.LoggerInto(ctx, log), snapshot, fg, "live read after a watch failure"); err != nil {
+		switch {
+		case err == nil:
+			diff, err := c.compare(ctrl.LoggerInto(ctx, log), snapshot, fg, "live read after a watch failure")
+			if err != nil {
 				log.Error(err, "compare FeatureGate")
 			}
-			return
-		}
-		if client.IgnoreNotFound(err) == nil {
+			if len(diff) > 0 || time.Since(lastTrouble) >= settle {
+				return
+			}
+		case client.IgnoreNotFound(err) == nil:
 			return // the reconciler reports a deletion
 		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-v.trouble:
+			lastTrouble = time.Now()
 		case <-ticker.C:
 		}
 	}

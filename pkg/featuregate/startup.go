@@ -84,8 +84,9 @@ func (s *Startup) Start(ctx context.Context) error {
 	}
 	name := s.opts.ObjectName()
 	started := time.Now()
+	attemptLimit := max(limit, time.Second)
 	for attempt := 1; ; attempt++ {
-		snap, err := s.readOnce(ctx, started)
+		snap, err := s.readOnce(ctx, started, attemptLimit)
 		if err == nil {
 			log.Info("startup feature set "+snap.String(), "featureGate", name, "featureSet", snap.FeatureSetName(), "attempts", attempt)
 			if s.OnSnapshot != nil {
@@ -96,6 +97,11 @@ func (s *Startup) Start(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A slow server gets longer next time; a starting one, a fresh
+			// request instead of one it holds.
+			attemptLimit = min(2*attemptLimit, AttemptTimeout)
 		}
 		s.mu.Lock()
 		s.lastErr = err
@@ -115,12 +121,14 @@ func (s *Startup) Start(ctx context.Context) error {
 	}
 }
 
-// AttemptTimeout bounds one read, so that an API that drops packets rather
-// than refusing connections cannot hold an attempt, or Timeout, hostage.
+// AttemptTimeout is the most one read may take. The first reads are bounded
+// by the backoff cap (at least 1 s), doubling after each that times out: a
+// kube-apiserver that is starting holds early requests for seconds while
+// later ones are answered at once, and an API that drops packets must not
+// hold an attempt, or Timeout, hostage.
 const AttemptTimeout = 10 * time.Second
 
-func (s *Startup) readOnce(ctx context.Context, started time.Time) (Snapshot, error) {
-	limit := AttemptTimeout
+func (s *Startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
 	if s.Timeout > 0 {
 		limit = max(min(limit, s.Timeout-time.Since(started)), time.Millisecond)
 	}
