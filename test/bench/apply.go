@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// appliedLine is what the applier logs after each run.
+type appliedLine struct {
+	line                     logLine
+	applied, failed, invalid int
+	excluded                 int
+	duration                 time.Duration
+}
+
+func parseApplied(l logLine) (appliedLine, error) {
+	var f struct {
+		Applied, Failed, Invalid, Excluded int
+		Duration                           string
+	}
+	if err := json.Unmarshal([]byte(l.Raw), &f); err != nil {
+		return appliedLine{}, fmt.Errorf("applied manifests line: %w", err)
+	}
+	d, err := time.ParseDuration(f.Duration)
+	if err != nil {
+		return appliedLine{}, fmt.Errorf("applied manifests line: duration: %w", err)
+	}
+	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, duration: d}, nil
+}
+
+// applyStats gathers the apply measurement's distributions.
+type applyStats struct {
+	opStart, opRun, opSnap, kc, opNoop, kcNoop *series
+	// CPU time of the client and of the control plane (kube-apiserver and
+	// etcd) during each first apply, with its wall time.
+	opCPU, opServerCPU, opWall, kcCPU, kcServerCPU, kcWall []time.Duration
+	noopCPU                                                []time.Duration // operator, one no-op re-apply (plus ~3 s idle)
+}
+
+func (b *bench) measureApply(ctx context.Context) *section {
+	sec := &section{Name: "apply", Title: "Applying an 800-manifest payload"}
+	reps := b.frac(6, 1)
+	st := &applyStats{
+		opStart: &series{Label: "operator: process start → `applied manifests` logged", Short: "apply: operator (start->done)"},
+		opRun:   &series{Label: "operator: the apply run itself (logged duration)", Short: "apply: operator run (logged)"},
+		opSnap:  &series{Label: "operator: `startup feature set` → `applied manifests`", Short: "apply: operator (snap->done)"},
+		kc:      &series{Label: "kubectl apply --server-side -f DIR (wall)", Short: "apply: kubectl"},
+		opNoop:  &series{Label: "operator: no-op re-apply (second run, logged duration)", Short: "re-apply: operator (logged)"},
+		kcNoop:  &series{Label: "kubectl: no-op re-apply (wall)", Short: "re-apply: kubectl"},
+	}
+	sec.Series = []*series{st.opStart, st.opRun, st.opSnap, st.kc, st.opNoop, st.kcNoop}
+
+	dir := b.dir("payload")
+	payload, kubectlDir := filepath.Join(dir, "payload"), filepath.Join(dir, "kubectl")
+	for _, d := range []string{payload, kubectlDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			sec.Err = err
+			return sec
+		}
+	}
+	ps, err := generatePayload(payload)
+	if err != nil {
+		sec.Err = err
+		return sec
+	}
+	included, err := copyIncluded(payload, kubectlDir)
+	if err != nil {
+		sec.Err = err
+		return sec
+	}
+	var kinds []string
+	for k, n := range ps.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(kinds)
+	sec.Method = []string{
+		fmt.Sprintf("A generated payload of %d files, one manifest each, named like a release payload (`0000_NN_<component>_NN_<what>.yaml`): %s. "+
+			"%d of them (4 of %d components) are TechPreviewNoUpgrade-only, half through `%s`, half through the 4.10 spelling of `%s`, so under the Default feature set "+
+			"the operator applies %d. kubectl gets a directory with exactly those %d files (chosen by the operator's own `manifest.Include`). "+
+			"CRDs are in run level 0000_03 and namespaces in 0000_05, ahead of the components' levels (10–90): within a run level the operator applies in parallel, "+
+			"so an object next to its namespace in the same level would race.",
+			ps.Files, strings.Join(kinds, ", "), ps.Gated, payloadComponents, "release.openshift.io/feature-set", "release.openshift.io/feature-gate", included, included),
+		fmt.Sprintf("Each of the %d repetitions starts two fresh control planes, one for the operator (`--manifests-dir`, `--resync-period=3s` so that a second, no-op run follows) "+
+			"and one for `kubectl apply --server-side -f DIR` with the project's kubectl (`bin/k8s/kubectl`); the two alternate in order. "+
+			"Both apply as admin (system:masters). The operator applies run level by run level, up to 8 manifests of a level at once; kubectl applies one object after the other. "+
+			"The fair comparison is whole process against whole process: kubectl's wall time includes its start and discovery, "+
+			"so the operator's includes its start, snapshot read and ClusterOperator status write (process start → `applied manifests` log line); "+
+			"the logged run duration is shown too. The no-op re-apply is the operator's second run (drift check) against kubectl run a second time. "+
+			"CPU time is read from /proc for the client and for the control plane's kube-apiserver and etcd.", reps),
+	}
+	var e errs
+	var foot *plane
+	defer func() {
+		if foot != nil {
+			foot.stop()
+		}
+	}()
+	for r := 0; r < reps && ctx.Err() == nil; r++ {
+		last := r == reps-1
+		kubectlFirst := r%2 == 1
+		if kubectlFirst {
+			e.add(r, b.kubectlRep(ctx, r, kubectlDir, included, st))
+		}
+		pl, err := b.operatorApplyRep(ctx, r, payload, included, st)
+		e.add(r, err)
+		if pl != nil {
+			if last && err == nil {
+				foot = pl
+			} else {
+				pl.stop()
+			}
+		}
+		if !kubectlFirst {
+			e.add(r, b.kubectlRep(ctx, r, kubectlDir, included, st))
+		}
+	}
+	if foot != nil && ctx.Err() == nil {
+		rows, checks, err := b.footprint(ctx, foot, payload, st.noopCPU)
+		sec.Rows, sec.Checks = append(sec.Rows, rows...), append(sec.Checks, checks...)
+		e.add(reps-1, err)
+		foot.stop()
+		foot = nil
+	}
+	sec.Err = e.err()
+
+	ops, k := summarize(st.opStart.Values), summarize(st.kc.Values)
+	if ops.N > 0 && k.N > 0 {
+		r := ratio(k.P50, ops.P50)
+		sec.Checks = append([]check{{"≥ 2× faster than kubectl (median kubectl / median operator, start → applied)",
+			fmt.Sprintf("%s (operator %s, kubectl %s; against the logged run alone: %s)", fmtRatio(r), fmtDur(ops.P50), fmtDur(k.P50), fmtRatio(ratio(k.P50, summarize(st.opRun.Values).P50))), r >= 2}}, sec.Checks...)
+	}
+	if on, kn := summarize(st.opNoop.Values), summarize(st.kcNoop.Values); on.N > 0 && kn.N > 0 {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("No-op re-apply: operator %s, kubectl %s: %s faster.", fmtDur(on.P50), fmtDur(kn.P50), fmtRatio(ratio(kn.P50, on.P50))))
+	}
+	cpuRow := func(who string, client, server, wall []time.Duration) [2]string {
+		c, sv, w := summarize(client).P50, summarize(server).P50, summarize(wall).P50
+		return [2]string{"CPU during the first apply: " + who, fmt.Sprintf("client %s, kube-apiserver + etcd %s over %s wall: the control plane kept %.1f of %d CPUs busy (medians of %d)",
+			c.Round(10*time.Millisecond), sv.Round(10*time.Millisecond), fmtDur(w), ratio(sv, w), b.cpus(), len(wall))}
+	}
+	var cpuRows [][2]string
+	if len(st.opWall) > 0 {
+		cpuRows = append(cpuRows, cpuRow("operator", st.opCPU, st.opServerCPU, st.opWall))
+	}
+	if len(st.kcWall) > 0 {
+		cpuRows = append(cpuRows, cpuRow("kubectl", st.kcCPU, st.kcServerCPU, st.kcWall))
+	}
+	sec.Rows = append(cpuRows, sec.Rows...)
+	return sec
+}
+
+// serverPIDs are the plane's etcd and kube-apiserver processes: both carry
+// etcd's client address on their command line.
+func serverPIDs(pl *plane) []int {
+	return pidsMatching(pl.cp.Env.ControlPlane.Etcd.URL.Host)
+}
+
+// operatorApplyRep applies the payload with the operator into a fresh
+// control plane, which it returns (running) for the footprint.
+func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, included int, st *applyStats) (*plane, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	pl, err := b.startPlane(fmt.Sprintf("apply-operator-%d", r))
+	if err != nil {
+		return pl, err
+	}
+	if err := createFeatureGate(ctx, pl.c); err != nil {
+		return pl, err
+	}
+	servers := serverPIDs(pl)
+	server0 := cpuOf(servers)
+	p, err := b.operator(pl, fmt.Sprintf("apply-%d", r), "--manifests-dir="+payload, "--resync-period=3s")
+	if err != nil {
+		return pl, err
+	}
+	defer p.stop(10 * time.Second)
+	first, i, err := p.waitLine(ctx, 0, `"applied manifests"`)
+	if err != nil {
+		return pl, err
+	}
+	cpu0, err := procCPU(p.cmd.Process.Pid)
+	if err != nil {
+		return pl, err
+	}
+	server1 := cpuOf(servers)
+	a, err := parseApplied(first)
+	if err != nil {
+		return pl, err
+	}
+	if a.failed > 0 || a.invalid > 0 || a.applied != included {
+		return pl, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.logFile.Name())
+	}
+	wall := first.At().Sub(p.started)
+	st.opStart.add(wall)
+	st.opRun.add(a.duration)
+	st.opCPU, st.opServerCPU, st.opWall = append(st.opCPU, cpu0), append(st.opServerCPU, server1-server0), append(st.opWall, wall)
+	if l, ok := p.findLine("startup feature set"); ok {
+		st.opSnap.add(first.At().Sub(l.At()))
+	}
+	second, _, err := p.waitLine(ctx, i+1, `"applied manifests"`)
+	if err != nil {
+		return pl, err
+	}
+	a2, err := parseApplied(second)
+	if err != nil {
+		return pl, err
+	}
+	if a2.failed > 0 {
+		return pl, fmt.Errorf("operator re-apply: %d failed", a2.failed)
+	}
+	st.opNoop.add(a2.duration)
+	if cpu1, err := procCPU(p.cmd.Process.Pid); err == nil {
+		st.noopCPU = append(st.noopCPU, cpu1-cpu0)
+	}
+	return pl, nil
+}
+
+// kubectlRep applies the same manifests with kubectl into a fresh control
+// plane, twice.
+func (b *bench) kubectlRep(ctx context.Context, r int, dir string, included int, st *applyStats) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	pl, err := b.startPlane(fmt.Sprintf("apply-kubectl-%d", r))
+	if err != nil {
+		return err
+	}
+	defer pl.stop()
+	servers := serverPIDs(pl)
+	for pass, ser := range []*series{st.kc, st.kcNoop} {
+		out := filepath.Join(b.dir(fmt.Sprintf("kubectl-%d-%d", r, pass)), "kubectl.log")
+		server0 := cpuOf(servers)
+		res, err := kubectlApply(ctx, pl.cp.Kubectl(), pl.kubeconfig, dir, out)
+		if err != nil {
+			return err
+		}
+		if res.objects != included {
+			return fmt.Errorf("kubectl applied %d objects, want %d; see %s", res.objects, included, out)
+		}
+		ser.add(res.wall)
+		if pass == 0 {
+			st.kcCPU, st.kcServerCPU, st.kcWall = append(st.kcCPU, res.cpu), append(st.kcServerCPU, cpuOf(servers)-server0), append(st.kcWall, res.wall)
+		}
+	}
+	return nil
+}
+
+type kubectlResult struct {
+	wall, cpu time.Duration
+	objects   int
+}
+
+// kubectlApply runs kubectl apply --server-side and returns its wall and
+// CPU time and how many objects it reported.
+func kubectlApply(ctx context.Context, kubectl, kubeconfig, dir, logPath string) (kubectlResult, error) {
+	var res kubectlResult
+	f, err := os.Create(logPath)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig="+kubeconfig, "apply", "--server-side", "-f", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return res, err
+	}
+	cmd.Stderr = f
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	sc := bufio.NewScanner(io.TeeReader(stdout, f))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "serverside-applied") {
+			res.objects++
+		}
+	}
+	err = cmd.Wait()
+	res.wall = time.Since(started)
+	if err != nil {
+		return res, fmt.Errorf("kubectl apply: %w; see %s", err, logPath)
+	}
+	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return res, nil
+}
+
+// footprint starts an operator with the default resync period against a
+// control plane that holds the applied payload, lets it apply (no-op) and
+// settle, and reads memory, goroutines and idle CPU.
+func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCPU []time.Duration) ([][2]string, []check, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.idle+3*time.Minute)
+	defer cancel()
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := b.operator(pl, "footprint", "--manifests-dir="+payload,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.stop(10 * time.Second)
+	first, i, err := p.waitLine(ctx, 0, `"applied manifests"`)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := parseApplied(first)
+	if err != nil {
+		return nil, nil, err
+	}
+	pid := p.cmd.Process.Pid
+	cpuAfterApply, err := procCPU(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Let the apply's garbage be collected before reading the idle numbers.
+	const idleSettle = 10 * time.Second
+	if err := sleep(ctx, idleSettle); err != nil {
+		return nil, nil, err
+	}
+	m, err := procStatus(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	goroutines, gerr := scrapeMetric(metrics, "go_goroutines")
+	heap, _ := scrapeMetric(metrics, "go_memstats_heap_inuse_bytes")
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	w0 := time.Now()
+	if err := sleep(ctx, b.idle); err != nil {
+		return nil, nil, err
+	}
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	window := time.Since(w0)
+	m2, _ := procStatus(pid)
+	if _, ok := p.findLineFrom(i+1, `"applied manifests"`); ok {
+		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.logFile.Name())
+	}
+	perHour := time.Duration(float64(cpu1-cpu0) * float64(time.Hour) / float64(window))
+	g := "n/a (" + fmt.Sprint(gerr) + ")"
+	if gerr == nil {
+		g = strconv.FormatFloat(goroutines, 'f', 0, 64)
+	}
+	rss := max(m.RSS, m2.RSS)
+	rows := [][2]string{
+		{"footprint: state", fmt.Sprintf("idle operator, %s after its first run applied %d manifests (a no-op run of %s, cumulative CPU then %s); "+
+			"one FeatureGate watched, no leader election, default resync 3m", fmtDur(idleSettle), a.applied, fmtDur(a.duration), cpuAfterApply.Round(10*time.Millisecond))},
+		{"footprint: RSS (VmRSS)", fmt.Sprintf("%s at the start of the idle window, %s at its end; of it %s anonymous (heap, stacks) and %s file-backed (the %s binary's pages)",
+			mib(m.RSS), mib(m2.RSS), mib(m.Anon), mib(m.File), binarySize(b.manager))},
+		{"footprint: peak RSS (VmHWM)", mib(m.HWM)},
+		{"footprint: Go heap in use", fmt.Sprintf("%.1f MiB (go_memstats_heap_inuse_bytes)", heap/(1<<20))},
+		{"footprint: goroutines (go_goroutines)", g},
+		{"footprint: OS threads", strconv.FormatInt(m.Threads, 10)},
+		{"footprint: idle CPU", fmt.Sprintf("%s over %s = %.1f CPU-seconds per hour (utime+stime; resolution 10 ms)", (cpu1 - cpu0).Round(time.Millisecond), window.Round(time.Second), perHour.Seconds())},
+	}
+	if len(noopCPU) > 0 {
+		reapply := summarize(noopCPU).P50
+		resyncs := float64(time.Hour / (3 * time.Minute))
+		rows = append(rows, [2]string{"footprint: CPU with resyncs", fmt.Sprintf(
+			"a no-op re-apply costs %s CPU (median of %d, measured between the first and second run with --resync-period=3s); "+
+				"with the default 3m resync that is %.0f re-applies per hour: %.1f CPU-seconds per hour in all",
+			reapply.Round(10*time.Millisecond), len(noopCPU), resyncs, perHour.Seconds()+resyncs*reapply.Seconds())})
+	}
+	checks := []check{{"RSS ≤ 40 MiB (idle, 800-manifest payload applied)", mib(rss), rss <= 40*1024}}
+	p.stop(10 * time.Second)
+
+	// The same without manifests: how much of the footprint the payload is.
+	bare, err := b.operator(pl, "footprint-bare")
+	if err != nil {
+		return rows, checks, err
+	}
+	defer bare.stop(10 * time.Second)
+	if _, _, err := bare.waitLine(ctx, 0, `"applied manifests"`); err != nil {
+		return rows, checks, err
+	}
+	if err := sleep(ctx, idleSettle); err != nil {
+		return rows, checks, err
+	}
+	bm, err := procStatus(bare.cmd.Process.Pid)
+	if err != nil {
+		return rows, checks, err
+	}
+	rows = append(rows, [2]string{"footprint: baseline without --manifests-dir", fmt.Sprintf("RSS %s (%s anonymous, %s file-backed), peak %s, %d threads, %s after start",
+		mib(bm.RSS), mib(bm.Anon), mib(bm.File), mib(bm.HWM), bm.Threads, fmtDur(idleSettle))})
+	return rows, checks, nil
+}
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+func binarySize(path string) string {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(info.Size())/(1<<20))
+}
+
+// sleep waits d or until ctx ends: the benchmark's fixed waits (idle
+// windows) are the measurement, not a stand-in for polling.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// scrapeMetric reads one unlabelled sample from a Prometheus text endpoint.
+func scrapeMetric(url, name string) (float64, error) {
+	resp, err := probeClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s", url, name)
+}

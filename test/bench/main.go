@@ -1,0 +1,449 @@
+// Command bench measures what users of featuregate-operator feel, against
+// the real local control plane (etcd and kube-apiserver from bin/k8s), and
+// writes BENCHMARKS.md and a PNG chart of the latency distributions.
+//
+// It is not a test: nothing fails for being slow, and `make test` never
+// runs it. Every measurement starts its own control plane; the operator runs
+// as a real process (built at start unless -manager is given), and the
+// harness times its own actions and reads the operator's JSON log
+// timestamps, both on the same machine clock.
+//
+//	go run ./test/bench -out BENCHMARKS.md [-runs 30] [-only change,apply]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/internal/controlplane"
+)
+
+// The FeatureGate the benchmarks change: status carries an entry for
+// benchVersion (the operator runs with --release-version), and each change
+// flips benchGate between enabled and disabled, which the CRD's CEL rules
+// allow any number of times.
+const (
+	benchVersion = "4.99.0-bench"
+	benchGate    = "BenchGate"
+)
+
+// groups are the measurement groups in report order; -only selects them.
+var groups = []struct {
+	name string
+	run  func(b *bench, ctx context.Context) *section
+}{
+	{"change", (*bench).measureChange},
+	{"ready", (*bench).measureReady},
+	{"outage", (*bench).measureOutage},
+	{"apply", (*bench).measureApply},
+	{"handover", (*bench).measureHandover},
+}
+
+type options struct {
+	out, chart, manager, only string
+	runs                      int
+	idle, timeout             time.Duration
+	keep                      bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "Report to write.")
+	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (default: docs/bench/latency.png beside -out).")
+	flag.StringVar(&o.manager, "manager", "", "Operator binary (default: built from the checkout into a temporary directory).")
+	flag.IntVar(&o.runs, "runs", 30, "Runs of the change measurement; the slower measurements do a fraction of it (ready, outage, handover: runs/3; handover without release: runs/6; apply: runs/6, at least 1).")
+	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, handover; footprint is part of apply). Empty: all.")
+	flag.DurationVar(&o.idle, "idle", 60*time.Second, "Idle window over which the footprint measurement counts CPU time.")
+	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "Upper bound for the whole run.")
+	flag.BoolVar(&o.keep, "keep", false, "Keep the temporary directory with every process's log.")
+	flag.Parse()
+	os.Exit(run(o))
+}
+
+func run(o options) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	// controller-runtime complains when its global logger is never set; the
+	// in-process manager gets its own logger.
+	ctrl.SetLogger(logr.Discard())
+
+	selected, err := selectGroups(o.only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "featuregate-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	// Deferred in this order so that they run as: processes, control
+	// planes, temporary directory.
+	defer func() {
+		if o.keep {
+			fmt.Println("bench: logs kept in", tmp)
+			return
+		}
+		_ = os.RemoveAll(tmp)
+	}()
+	defer stopAllPlanes()
+	defer stopAllProcs()
+
+	root, err := controlplane.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	b := &bench{tmp: tmp, root: root, manager: o.manager, runs: max(o.runs, 1), idle: o.idle}
+	if b.manager == "" {
+		b.manager = filepath.Join(tmp, "manager")
+		fmt.Println("bench: building the operator")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.manager, ".")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: build the operator:", err)
+			return 1
+		}
+	} else if b.manager, err = filepath.Abs(b.manager); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+
+	rep := &report{Machine: describeMachine(root), Started: time.Now(), Args: os.Args[1:], Runs: b.runs}
+	for _, g := range groups {
+		if !selected[g.name] {
+			continue
+		}
+		fmt.Printf("bench: %s\n", g.name)
+		started := time.Now()
+		sec := g.run(b, ctx)
+		sec.Elapsed = time.Since(started)
+		if sec.Err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", g.name, sec.Err)
+		}
+		for _, s := range sec.Series {
+			fmt.Printf("bench:   %-48s %s\n", s.Label, fmtSummary(summarize(s.Values)))
+		}
+		rep.Sections = append(rep.Sections, sec)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.Finished = time.Now()
+	rep.Machine.LoadAfter = loadAvg()
+
+	chart := o.chart
+	if chart == "" {
+		chart = filepath.Join(filepath.Dir(o.out), "docs", "bench", "latency.png")
+	}
+	rel, err := filepath.Rel(filepath.Dir(o.out), chart)
+	if err != nil {
+		rel = chart
+	}
+	rep.Chart = filepath.ToSlash(rel)
+	code := 0
+	if err := writeChart(chart, rep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: chart:", err)
+		code = 1
+	}
+	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	fmt.Printf("bench: wrote %s and %s\n", o.out, chart)
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "bench: interrupted:", context.Cause(ctx))
+		return 1
+	}
+	return code
+}
+
+func selectGroups(only string) (map[string]bool, error) {
+	selected := map[string]bool{}
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.name)
+		selected[g.name] = only == ""
+	}
+	if only == "" {
+		return selected, nil
+	}
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if n == "footprint" {
+			n = "apply"
+		}
+		if !slices.Contains(names, n) {
+			return nil, fmt.Errorf("-only: unknown measurement %q (known: %s, footprint)", n, strings.Join(names, ", "))
+		}
+		selected[n] = true
+	}
+	return selected, nil
+}
+
+// bench holds what every measurement shares.
+type bench struct {
+	tmp, root, manager string
+	runs               int
+	idle               time.Duration
+	seq                int
+	mu                 sync.Mutex
+}
+
+func (b *bench) cpus() int { return runtime.NumCPU() }
+
+// frac is the run count of a slower measurement: runs/div, at least least.
+func (b *bench) frac(div, least int) int { return max(b.runs/div, least) }
+
+// plane is a control plane with what the harness needs to use it.
+type plane struct {
+	cp         *controlplane.ControlPlane
+	kubeconfig string
+	cfg        *rest.Config
+	c          client.Client
+}
+
+var planes struct {
+	sync.Mutex
+	all []*plane
+}
+
+var scheme = func() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(configv1.Install(s))
+	return s
+}()
+
+// startPlane starts a fresh etcd and kube-apiserver with the OpenShift CRDs.
+func (b *bench) startPlane(name string) (*plane, error) {
+	dir := b.dir(name)
+	out, err := os.Create(filepath.Join(dir, "controlplane.log"))
+	if err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(controlplane.Options{Dir: filepath.Join(dir, "cp"), Out: out})
+	if err != nil {
+		return nil, err
+	}
+	p := &plane{cp: cp, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	planes.Lock()
+	planes.all = append(planes.all, p)
+	planes.Unlock()
+	if err := cp.WriteKubeconfig(p.kubeconfig); err != nil {
+		return p, err
+	}
+	p.cfg = rest.CopyConfig(cp.Config)
+	p.cfg.QPS, p.cfg.Burst = -1, 0 // no client-side throttling in the harness
+	p.cfg.Timeout = 10 * time.Second
+	p.c, err = client.New(p.cfg, client.Options{Scheme: scheme})
+	return p, err
+}
+
+func (p *plane) stop() {
+	if p.cp != nil {
+		_ = p.cp.Stop()
+		p.cp = nil
+	}
+}
+
+func stopAllPlanes() {
+	planes.Lock()
+	defer planes.Unlock()
+	for _, p := range planes.all {
+		p.stop()
+	}
+}
+
+// dir makes a fresh directory for one measurement's files.
+func (b *bench) dir(name string) string {
+	b.mu.Lock()
+	b.seq++
+	d := filepath.Join(b.tmp, fmt.Sprintf("%02d-%s", b.seq, name))
+	b.mu.Unlock()
+	_ = os.MkdirAll(d, 0o755)
+	return d
+}
+
+// operator starts an operator process against pl.
+func (b *bench) operator(pl *plane, name string, args ...string) (*proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"--release-version=" + benchVersion}, args...)
+	return startProc(name, b.manager, pl.kubeconfig, filepath.Join(b.dir(name), "operator.log"), port, args...)
+}
+
+// createFeatureGate creates FeatureGate/cluster with the Default feature
+// set and a status entry for benchVersion with benchGate enabled.
+func createFeatureGate(ctx context.Context, c client.Client) error {
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := c.Create(ctx, fg); err != nil {
+		return fmt.Errorf("create FeatureGate: %w", err)
+	}
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{gateDetails(true)}
+	if err := c.Status().Update(ctx, fg); err != nil {
+		return fmt.Errorf("publish FeatureGate status: %w", err)
+	}
+	return nil
+}
+
+func gateDetails(enabled bool) configv1.FeatureGateDetails {
+	d := configv1.FeatureGateDetails{Version: benchVersion, Enabled: []configv1.FeatureGateAttributes{}, Disabled: []configv1.FeatureGateAttributes{}}
+	attr := configv1.FeatureGateAttributes{Name: benchGate}
+	if enabled {
+		d.Enabled = append(d.Enabled, attr)
+	} else {
+		d.Disabled = append(d.Disabled, attr)
+	}
+	return d
+}
+
+// flip is a prepared change of the FeatureGate: the object to write, read
+// beforehand so that the timed part is the update request alone.
+type flip struct {
+	fg      *configv1.FeatureGate
+	enabled bool
+}
+
+func prepareFlip(ctx context.Context, c client.Client) (*flip, error) {
+	fg := &configv1.FeatureGate{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, fg); err != nil {
+		return nil, err
+	}
+	enabled := true
+	for _, d := range fg.Status.FeatureGates {
+		if d.Version == benchVersion {
+			for _, a := range d.Enabled {
+				if a.Name == benchGate {
+					enabled = false
+				}
+			}
+		}
+	}
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{gateDetails(enabled)}
+	return &flip{fg: fg, enabled: enabled}, nil
+}
+
+// do sends the update and returns the time its response arrived.
+func (f *flip) do(ctx context.Context, c client.Client) (time.Time, error) {
+	_, resp, err := f.timed(ctx, c)
+	return resp, err
+}
+
+// timed sends the update and returns when it was sent and when its
+// response arrived. Watchers often hear of the change before the writer
+// hears back, so the time sent is the reference that leaves both sides
+// positive.
+func (f *flip) timed(ctx context.Context, c client.Client) (sent, resp time.Time, err error) {
+	sent = time.Now()
+	if err := c.Status().Update(ctx, f.fg); err != nil {
+		return sent, time.Time{}, fmt.Errorf("flip %s: %w", benchGate, err)
+	}
+	return sent, time.Now(), nil
+}
+
+// flipGate reads and flips in one go, when the read need not be excluded
+// from a timing.
+func flipGate(ctx context.Context, c client.Client) (time.Time, error) {
+	f, err := prepareFlip(ctx, c)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return f.do(ctx, c)
+}
+
+// pollAPI returns the time the first read of the FeatureGate through c
+// succeeded: "the API server answers", as a fresh client sees it. A read
+// starts every interval, without waiting for the ones in flight: a
+// kube-apiserver that is starting can hold a request for seconds while later
+// ones are answered, and a poller stuck on one would see the API late.
+func pollAPI(ctx context.Context, c client.Client, interval time.Duration) (time.Time, error) {
+	const maxInFlight = 100
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// client-go logs (klog, from the context) every read abandoned
+	// mid-response; abandoning them is the point here.
+	ctx = logr.NewContext(ctx, logr.Discard())
+	answered := make(chan time.Time, 1)
+	var inFlight atomic.Int32
+	var lastErr atomic.Value
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if inFlight.Load() < maxInFlight {
+			inFlight.Add(1)
+			go func() {
+				defer inFlight.Add(-1)
+				rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+				defer rcancel()
+				if err := c.Get(rctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}); err != nil {
+					lastErr.Store(err.Error())
+					return
+				}
+				select {
+				case answered <- time.Now():
+				default:
+				}
+			}()
+		}
+		select {
+		case at := <-answered:
+			return at, nil
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("waiting for the API server: %w (last error: %v)", ctx.Err(), lastErr.Load())
+		case <-t.C:
+		}
+	}
+}
+
+// lease reads the leader election Lease; nil when it does not exist yet.
+func lease(ctx context.Context, c client.Client, name string) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, l)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// errs collects run errors without stopping at the first: a measurement
+// with a few failed runs still reports the others, and says so.
+type errs struct{ list []error }
+
+func (e *errs) add(run int, err error) {
+	if err != nil {
+		e.list = append(e.list, fmt.Errorf("run %d: %w", run, err))
+	}
+}
+
+func (e *errs) err() error { return errors.Join(e.list...) }
