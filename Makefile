@@ -80,7 +80,7 @@ lint: golangci-lint ## Run golangci-lint.
 
 .PHONY: bench
 bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager
 
 ##@ Build
 
