@@ -33,7 +33,7 @@ help: ## Display this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate RBAC (config/rbac/role.yaml) from +kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods for api/.

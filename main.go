@@ -11,18 +11,13 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -72,122 +67,95 @@ func run(args []string) int {
 }
 
 func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
-	log := ctrl.Log.WithName("setup")
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(configv1.Install(scheme))
-
-	opts := featuregate.Options{Name: cfg.FeatureGateName, Version: cfg.ReleaseVersion, WatchedGates: cfg.WatchedGates}
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	// The verifier is woken by the cache's watch errors, so it exists before
-	// the manager; its other fields are filled in once the manager does.
-	verifier := controllers.NewVerifier(controllers.Verifier{Options: opts})
-	live, err := featuregate.NewLiveGetter(restConfig)
+	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+	defer cancel()
+	guard, err := featuregate.NewGuard(restConfig, guardOptions(cfg, cancel))
 	if err != nil {
 		return err
 	}
-	managerConfig := rest.CopyConfig(restConfig)
-	managerConfig.Wrap(verifier.WrapTransport)
-	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
-		Scheme:                        scheme,
-		MapperProvider:                featuregate.MapperProvider,
-		Metrics:                       metricsOptions(cfg, certs),
-		HealthProbeBindAddress:        cfg.Health.BindAddress,
-		LeaderElection:                cfg.LeaderElection.LeaderElect,
-		LeaderElectionID:              cfg.LeaderElection.ResourceName,
-		LeaderElectionNamespace:       cfg.LeaderElection.ResourceNamespace,
-		LeaderElectionReleaseOnCancel: true, // hand the lease over at once on a restart
-		GracefulShutdownTimeout:       &cfg.GracefulShutdownTimeout.Duration,
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				// One object matters; cache only it.
-				&configv1.FeatureGate{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ObjectName())},
-			},
-			DefaultWatchErrorHandler: verifier.WatchErrorHandler,
-		},
-	})
+	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(managerOptions(cfg, certs)))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-
-	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
-	defer cancel()
-	stopper := featuregate.NewStopper(cancel)
-	startup := featuregate.NewStartup(live, opts)
-	startup.BackoffCap = cfg.InitialFetchBackoffCap.Duration
-	startup.Timeout = cfg.InitialFetchTimeout.Duration
-	recorder := mgr.GetEventRecorder(controllers.EventSource)
-	startup.OnSnapshot = func(snap featuregate.Snapshot) {
-		controllers.StartupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
-		fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.ObjectName()}}
-		fg.SetGroupVersionKind(configv1.GroupVersion.WithKind("FeatureGate"))
-		recorder.Eventf(fg, nil, corev1.EventTypeNormal, "StartupSnapshot", "Snapshot", "startup feature set %s", snap)
-	}
-	for _, r := range []interface{ Start(context.Context) error }{startup, stopper} {
-		if err := mgr.Add(r); err != nil {
-			return err
-		}
+	if err := guard.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up FeatureGate guard: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("featuregate", startup.Check); err != nil {
+	if err := controllers.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
-	reconciler := &controllers.FeatureGateReconciler{
-		Client:       mgr.GetClient(),
-		Snapshots:    startup,
-		Options:      opts,
-		Stopper:      stopper,
-		Recorder:     recorder,
-		Events:       mgr.GetClient(),
-		ResyncPeriod: cfg.ResyncPeriod.Duration,
-	}
-	if err := reconciler.SetupWithManager(mgr, startup, cfg.CacheSyncTimeout.Duration); err != nil {
-		return fmt.Errorf("set up FeatureGate controller: %w", err)
+	if err := mgr.Add(guard.AfterSnapshot(newApplier(cfg, mgr, guard))); err != nil {
+		return err
 	}
 
-	verifier.Reader, verifier.Snapshots, verifier.Stopper, verifier.Recorder, verifier.Events = live, startup, stopper, recorder, mgr.GetClient()
-	if err := mgr.Add(startup.AfterSnapshot(verifier)); err != nil {
+	log := ctrl.Log.WithName("setup")
+	log.Info("Starting manager", "featureGate", cfg.FeatureGateName, "releaseVersion", cfg.ReleaseVersion)
+	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
-	applier := &controllers.Applier{
-		Client:    mgr.GetClient(),
-		Snapshots: startup,
-		Live:      mgr.GetClient(),
-		Options:   opts,
-		Stopper:   stopper,
-		Recorder:  recorder,
-		Events:    mgr.GetClient(),
+	reason, requested := guard.StopReason()
+	if !requested {
+		reason = "signal"
+	}
+	log.Info("Graceful shutdown complete", "reason", reason)
+	return nil
+}
+
+func guardOptions(cfg *v1alpha1.OperatorConfig, cancel context.CancelFunc) featuregate.Options {
+	watched := make([]configv1.FeatureGateName, 0, len(cfg.WatchedGates))
+	for _, g := range cfg.WatchedGates {
+		watched = append(watched, configv1.FeatureGateName(g))
+	}
+	return featuregate.Options{
+		Name:                cfg.FeatureGateName,
+		Version:             cfg.ReleaseVersion,
+		WatchedGates:        watched,
+		EventSource:         controllers.EventSource,
+		Cancel:              cancel,
+		BackoffCap:          cfg.InitialFetchBackoffCap.Duration,
+		InitialFetchTimeout: cfg.InitialFetchTimeout.Duration,
+		ResyncPeriod:        cfg.ResyncPeriod.Duration,
+		CacheSyncTimeout:    cfg.CacheSyncTimeout.Duration,
+	}
+}
+
+func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Options {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOptions(cfg, certs),
+		HealthProbeBindAddress:  cfg.Health.BindAddress,
+		LeaderElection:          cfg.LeaderElection.LeaderElect,
+		LeaderElectionID:        cfg.LeaderElection.ResourceName,
+		LeaderElectionNamespace: cfg.LeaderElection.ResourceNamespace,
+		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout.Duration,
+	}
+}
+
+func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featuregate.Guard) *controllers.Applier {
+	return &controllers.Applier{
+		Client:      mgr.GetClient(),
+		FeatureGate: guard,
+		Recorder:    mgr.GetEventRecorder(controllers.EventSource),
 		Status: &controllers.StatusReporter{
-			Client:  mgr.GetClient(),
-			Reader:  mgr.GetAPIReader(),
-			Name:    cfg.ClusterOperatorName,
-			Version: cfg.ReleaseVersion,
-			Options: opts,
+			Client:          mgr.GetClient(),
+			Reader:          mgr.GetAPIReader(),
+			Name:            cfg.ClusterOperatorName,
+			Version:         cfg.ReleaseVersion,
+			FeatureGateName: cfg.FeatureGateName,
 		},
 		Dir:          cfg.ManifestsDir,
 		Profile:      cfg.ClusterProfile,
 		ResyncPeriod: cfg.ResyncPeriod.Duration,
 		Parallelism:  8,
 	}
-	if err := mgr.Add(startup.AfterSnapshot(applier)); err != nil {
-		return err
-	}
-
-	log.Info("starting manager", "featureGate", opts.ObjectName(), "releaseVersion", opts.Version)
-	if err := mgr.Start(ctx); err != nil {
-		return err
-	}
-	reason, requested := stopper.Reason()
-	if !requested {
-		reason = "signal"
-	}
-	log.Info("graceful shutdown complete: "+reason, "reason", reason)
-	return nil
 }
 
 // metricsOptions serves metrics over HTTPS behind the API server's

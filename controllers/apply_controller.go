@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,6 +23,11 @@ import (
 // FieldManager owns every field the operator applies.
 const FieldManager = "featuregate-operator"
 
+// EventSource is the reporting controller of the operator's Events.
+const EventSource = "featuregate-operator"
+
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // ForceAnnotation, set to "true" on a manifest, takes fields over from other
 // managers on apply; without it a conflict is an error to report.
 const ForceAnnotation = "featuregate-operator.io/force-ownership"
@@ -33,27 +37,26 @@ const ForceAnnotation = "featuregate-operator.io/force-ownership"
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
 
+// FeatureGate is what the Applier needs of the featuregate.Guard: the
+// snapshot it acts on, the last look before each action, and the stop.
+type FeatureGate interface {
+	Snapshot() (featuregate.Snapshot, bool)
+	Current(ctx context.Context) (bool, error)
+	StopRequested() <-chan struct{}
+}
+
 // Applier applies, with server-side apply, the manifests of a directory that
 // the startup snapshot includes, and reports the outcome on a
 // ClusterOperator. It is level-triggered: every resync applies everything
 // again, which corrects drift, and a run with failures is retried sooner,
-// with backoff. It only ever acts on the startup snapshot, and checks the
-// live FeatureGate against it before each run level, so that nothing the
-// new feature set excludes is applied while a restart is pending.
+// with backoff. It only ever acts on the startup snapshot, and asks the
+// FeatureGate whether it still holds before each run level, so that nothing
+// the new feature set excludes is applied while a restart is pending.
 type Applier struct {
-	Client    client.Client
-	Snapshots Snapshots
-	// Live reads the current FeatureGate (the manager's cache).
-	Live    client.Reader
-	Options featuregate.Options
-	Stopper interface {
-		Stopper
-		Requested() <-chan struct{}
-	}
-	Recorder events.EventRecorder
-	// Events, when set, writes the FeatureGateChanged Event synchronously.
-	Events client.Client
-	Status *StatusReporter
+	Client      client.Client
+	FeatureGate FeatureGate
+	Recorder    events.EventRecorder
+	Status      *StatusReporter
 
 	Dir          string
 	Profile      string
@@ -69,7 +72,7 @@ func (a *Applier) NeedLeaderElection() bool { return true }
 // Startup.AfterSnapshot.
 func (a *Applier) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("apply")
-	snap, ok := a.Snapshots.Snapshot()
+	snap, ok := a.FeatureGate.Snapshot()
 	if !ok {
 		return errors.New("applier started without a snapshot")
 	}
@@ -85,7 +88,7 @@ func (a *Applier) Start(ctx context.Context) error {
 		} else {
 			retry.Duration = time.Second
 		}
-		log.Info("applied manifests", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "failed", len(run.Failed), "invalid", len(run.Invalid), "excluded", run.Excluded, "skipped", run.Skipped, "duration", run.Duration.String(), "next", delay.String())
+		log.Info("Manifests applied", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "failed", len(run.Failed), "invalid", len(run.Invalid), "excluded", run.Excluded, "skipped", run.Skipped, "duration", run.Duration.String(), "next", delay.String())
 		// A run's garbage (every manifest decoded, every request body) is
 		// most of the heap, and the process idles until the next run: hand
 		// it back now rather than at the scavenger's pace.
@@ -95,9 +98,9 @@ func (a *Applier) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil
-		case <-a.Stopper.Requested():
+		case <-a.FeatureGate.StopRequested():
 			timer.Stop()
-			log.Info("stop requested; no more manifests are applied")
+			log.Info("Stop requested; no more manifests are applied")
 			return nil
 		case <-timer.C:
 		}
@@ -140,7 +143,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	}
 	var mu sync.Mutex
 	for _, group := range manifest.Groups(included) {
-		if !a.stillCurrent(ctx, snap) {
+		if !a.stillCurrent(ctx) {
 			run.Aborted = true
 			break
 		}
@@ -168,25 +171,16 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 }
 
 // stillCurrent is the last look before acting: the snapshot still holds,
-// and nobody asked for a stop.
-func (a *Applier) stillCurrent(ctx context.Context, snap featuregate.Snapshot) bool {
-	select {
-	case <-a.Stopper.Requested():
+// and nobody asked for a stop. When that cannot be told, nothing is applied.
+func (a *Applier) stillCurrent(ctx context.Context) bool {
+	if ctx.Err() != nil {
 		return false
-	case <-ctx.Done():
-		return false
-	default:
 	}
-	if a.Live == nil {
-		return true
+	current, err := a.FeatureGate.Current(ctx)
+	if err != nil {
+		ctrl.Log.WithName("apply").Error(err, "FeatureGate not checked; not applying")
 	}
-	fg := &configv1.FeatureGate{}
-	if err := a.Live.Get(ctx, client.ObjectKey{Name: a.Options.ObjectName()}, fg); err != nil {
-		// Deleted or unreadable: the snapshot is all there is; keep it.
-		return true
-	}
-	diff, err := comparison{Options: a.Options, Stopper: a.Stopper, Recorder: a.Recorder, Events: a.Events}.compare(ctx, snap, fg, "apply")
-	return err != nil || len(diff) == 0
+	return current
 }
 
 func (a *Applier) applyOne(ctx context.Context, m manifest.Manifest) error {
@@ -227,7 +221,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	}
 	if a.Recorder != nil {
 		for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
-			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", truncate(err.Error(), 1000))
+			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", featuregate.BoundNote(err.Error()))
 		}
 	}
 }

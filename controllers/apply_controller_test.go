@@ -10,10 +10,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
@@ -21,43 +27,66 @@ import (
 
 const seedDir = "../pkg/manifest/testdata/seed"
 
-// applyEnv is a fresh API server per test: the seed manifests are
-// cluster-wide objects, and each test decides which of them must exist.
-func applyEnv(t *testing.T) (client.Client, context.Context) {
+// applyEnv is a fresh API server per test, with FeatureGate/cluster set to
+// set and a running manager whose featuregate.Guard has taken its snapshot:
+// the seed manifests are cluster-wide objects, and each test decides which
+// of them must exist.
+func applyEnv(t *testing.T, set configv1.FeatureSet) (client.Client, context.Context, *featuregate.Guard) {
 	t.Helper()
+	g := NewWithT(t)
 	cp, err := controlplane.Start(controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
 	c, err := controlplane.NewClient(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return c, ctx
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
+	fg.Spec.FeatureSet = set
+	g.Expect(c.Create(ctx, fg)).To(Succeed())
+
+	mgrCtx, stop := context.WithCancel(ctx)
+	guard, err := featuregate.NewGuard(cp.Config, featuregate.Options{
+		EventSource: EventSource, Cancel: stop, Registry: prometheus.NewRegistry(),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{
+		Scheme:                 controlplane.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(guard.SetupWithManager(mgr)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		stop()
+		g.Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
+	})
+	g.Eventually(guard.Taken()).WithTimeout(time.Minute).Should(BeClosed())
+	return c, ctx, guard
 }
 
-func snapshotOf(t *testing.T, set configv1.FeatureSet) featuregate.Snapshot {
+func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {
 	t.Helper()
-	s, err := featuregate.New(&configv1.FeatureGate{Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: set}}}, featuregate.Options{})
-	if err != nil {
-		t.Fatal(err)
+	s, ok := guard.Snapshot()
+	if !ok {
+		t.Fatal("no snapshot")
 	}
 	return s
 }
 
-func newApplier(c client.Client, dir string) *Applier {
+func newApplier(c client.Client, guard *featuregate.Guard, dir string) *Applier {
 	return &Applier{
-		Client:  c,
-		Stopper: featuregate.NewStopper(func() {}),
-		Status:  &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0"},
-		Dir:     dir, ResyncPeriod: time.Second, Parallelism: 4,
+		Client:      c,
+		FeatureGate: guard,
+		Status:      &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.DefaultName},
+		Dir:         dir, ResyncPeriod: time.Second, Parallelism: 4,
 	}
 }
 
@@ -82,9 +111,9 @@ func condition(co *configv1.ClusterOperator, t configv1.ClusterStatusConditionTy
 // namespace is applied, and the Default-only object is not.
 func TestApplyTechPreviewNoUpgrade(t *testing.T) {
 	g := NewWithT(t)
-	c, ctx := applyEnv(t)
-	a := newApplier(c, seedDir)
-	snap := snapshotOf(t, configv1.TechPreviewNoUpgrade)
+	c, ctx, guard := applyEnv(t, configv1.TechPreviewNoUpgrade)
+	a := newApplier(c, guard, seedDir)
+	snap := snapshotOf(t, guard)
 
 	run := a.Apply(ctx, snap)
 	g.Expect(run.Failed).To(BeEmpty())
@@ -121,9 +150,9 @@ func TestApplyTechPreviewNoUpgrade(t *testing.T) {
 
 func TestApplyDefault(t *testing.T) {
 	g := NewWithT(t)
-	c, ctx := applyEnv(t)
-	a := newApplier(c, seedDir)
-	snap := snapshotOf(t, configv1.Default)
+	c, ctx, guard := applyEnv(t, configv1.Default)
+	a := newApplier(c, guard, seedDir)
+	snap := snapshotOf(t, guard)
 
 	run := a.Apply(ctx, snap)
 	g.Expect(run.Failed).To(BeEmpty())
@@ -140,7 +169,7 @@ func TestApplyDefault(t *testing.T) {
 // Bad input is named and loses nothing else.
 func TestApplyBadManifestsDegradeButOthersApply(t *testing.T) {
 	g := NewWithT(t)
-	c, ctx := applyEnv(t)
+	c, ctx, guard := applyEnv(t, configv1.Default)
 	dir := t.TempDir()
 	entries, err := os.ReadDir("../pkg/manifest/testdata/bad")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -151,8 +180,8 @@ func TestApplyBadManifestsDegradeButOthersApply(t *testing.T) {
 	}
 	unknown := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\n"
 	g.Expect(os.WriteFile(filepath.Join(dir, "0000_70_unknown_widget.yaml"), []byte(unknown), 0o600)).To(Succeed())
-	a := newApplier(c, dir)
-	snap := snapshotOf(t, configv1.Default)
+	a := newApplier(c, guard, dir)
+	snap := snapshotOf(t, guard)
 
 	run := a.Apply(ctx, snap)
 	g.Expect(run.Invalid).To(HaveLen(2))
@@ -173,17 +202,15 @@ func TestApplyBadManifestsDegradeButOthersApply(t *testing.T) {
 }
 
 // Level-triggered: a deleted object comes back with the next resync, and
-// once a stop is requested nothing more is applied.
-func TestApplierCorrectsDriftAndStopsOnRequest(t *testing.T) {
+// once the FeatureGate changes (a stop is requested) nothing more is applied.
+func TestApplierCorrectsDriftAndStopsOnChange(t *testing.T) {
 	g := NewWithT(t)
-	c, ctx := applyEnv(t)
+	c, ctx, guard := applyEnv(t, configv1.Default)
 	dir := t.TempDir()
 	data, err := os.ReadFile(filepath.Join(seedDir, "0000_10_always_configmap.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(filepath.Join(dir, "0000_10_always_configmap.yaml"), data, 0o600)).To(Succeed())
-	a := newApplier(c, dir)
-	snap := snapshotOf(t, configv1.Default)
-	a.Snapshots = fixedSnapshot{snap}
+	a := newApplier(c, guard, dir)
 	done := make(chan error, 1)
 	go func() { done <- a.Start(ctx) }()
 
@@ -191,36 +218,40 @@ func TestApplierCorrectsDriftAndStopsOnRequest(t *testing.T) {
 	g.Expect(c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "always"}})).To(Succeed())
 	g.Eventually(func() bool { return exists(ctx, c, &corev1.ConfigMap{}, "default", "always") }).WithTimeout(30 * time.Second).Should(BeTrue())
 
-	a.Stopper.Stop("test")
+	toTechPreview(ctx, t, c)
 	g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+	g.Expect(guard.StopRequested()).To(BeClosed())
 	late := strings.ReplaceAll(string(data), "name: always", "name: after-stop")
 	g.Expect(os.WriteFile(filepath.Join(dir, "0000_20_late.yaml"), []byte(late), 0o600)).To(Succeed())
-	g.Expect(a.Apply(ctx, snap).Applied).To(BeEmpty())
+	run := a.Apply(ctx, snapshotOf(t, guard))
+	g.Expect(run.Applied).To(BeEmpty())
+	g.Expect(run.Aborted).To(BeTrue())
 	g.Expect(exists(ctx, c, &corev1.ConfigMap{}, "default", "after-stop")).To(BeFalse())
 }
 
-// The last look before acting: when the live FeatureGate no longer matches
-// the snapshot, nothing is applied and a stop is requested.
+// toTechPreview patches FeatureGate/cluster, as kubectl patch would.
+func toTechPreview(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"featureSet":"TechPreviewNoUpgrade"}}`))
+	NewWithT(t).Expect(c.Patch(ctx, fg, patch)).To(Succeed())
+}
+
+// The last look before acting: once the FeatureGate no longer matches the
+// snapshot, nothing is applied.
 func TestApplyRefusesWhenFeatureGateChanged(t *testing.T) {
 	g := NewWithT(t)
-	c, ctx := applyEnv(t)
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: configv1.TechPreviewNoUpgrade}}}
-	g.Expect(c.Create(ctx, fg)).To(Succeed())
-	a := newApplier(c, seedDir)
-	a.Live = c
-	stopper := featuregate.NewStopper(func() {})
-	a.Stopper = stopper
+	c, ctx, guard := applyEnv(t, configv1.Default)
+	snap := snapshotOf(t, guard)
+	toTechPreview(ctx, t, c)
+	a := newApplier(c, guard, seedDir)
+	g.Eventually(guard.StopRequested()).WithTimeout(30 * time.Second).Should(BeClosed())
 
-	run := a.Apply(ctx, snapshotOf(t, configv1.Default))
+	run := a.Apply(ctx, snap)
 	g.Expect(run.Aborted).To(BeTrue())
 	g.Expect(run.Applied).To(BeEmpty())
 	g.Expect(exists(ctx, c, &corev1.ConfigMap{}, "default", "default-only")).To(BeFalse())
-	reason, requested := stopper.Reason()
+	reason, requested := guard.StopReason()
 	g.Expect(requested).To(BeTrue())
 	g.Expect(reason).To(Equal("feature set changed from Default to TechPreviewNoUpgrade"))
 }
-
-type fixedSnapshot struct{ s featuregate.Snapshot }
-
-func (f fixedSnapshot) Snapshot() (featuregate.Snapshot, bool) { return f.s, true }

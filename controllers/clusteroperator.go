@@ -36,7 +36,8 @@ type StatusReporter struct {
 	// Name of the ClusterOperator, created when missing.
 	Name    string
 	Version string
-	Options featuregate.Options
+	// FeatureGateName is the FeatureGate the operator snapshots, a related object.
+	FeatureGateName string
 }
 
 // Report writes the ClusterOperator status for one apply run of snap.
@@ -103,7 +104,7 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	if s.Version != "" {
 		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
 	}
-	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.Options.ObjectName()}}
+	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}
 	for _, ns := range appliedNamespaces(run.Applied) {
 		st.RelatedObjects = append(st.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: ns})
 	}

@@ -1,23 +1,12 @@
 package controllers
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
-	// StartupFeatureSet is 1 for the feature set of the startup snapshot.
-	StartupFeatureSet = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "featuregate_operator_startup_feature_set",
-		Help: "The feature set of the FeatureGate snapshot taken at startup (1 for the set in force).",
-	}, []string{"feature_set"})
-
-	// ShutdownRequests counts reconciles that found the FeatureGate changed.
-	ShutdownRequests = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "featuregate_operator_shutdown_requests_total",
-		Help: "Reconciles that found the FeatureGate different from the startup snapshot and asked for a shutdown.",
-	})
-
 	// Manifests counts the outcome of every manifest in the last apply run.
 	Manifests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "featuregate_operator_manifests",
@@ -37,6 +26,12 @@ var (
 	})
 )
 
-func init() {
-	metrics.Registry.MustRegister(StartupFeatureSet, ShutdownRequests, Manifests, ApplyFailures, LastApplyDuration)
+// RegisterMetrics registers the Applier's metrics on reg; main calls it
+// with the manager's registry.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{Manifests, ApplyFailures, LastApplyDuration} {
+		errs = append(errs, reg.Register(c))
+	}
+	return errors.Join(errs...)
 }

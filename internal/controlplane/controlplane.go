@@ -218,19 +218,29 @@ func Root() (string, error) {
 // OpenShiftCRDs are the FeatureGate and ClusterOperator CRDs exactly as the
 // pinned github.com/openshift/api module ships them, CEL rules included.
 func OpenShiftCRDs() ([]string, error) {
-	root, err := Root()
+	api, err := OpenShiftAPIDir()
 	if err != nil {
 		return nil, err
+	}
+	dir := filepath.Join(api, "config", "v1", "zz_generated.crd-manifests")
+	return []string{
+		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
+		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
+	}, nil
+}
+
+// OpenShiftAPIDir is the module directory of the pinned
+// github.com/openshift/api: its CRDs and payload manifests are test data.
+func OpenShiftAPIDir() (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("locate github.com/openshift/api: %w", err)
+		return "", fmt.Errorf("locate github.com/openshift/api: %w", err)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "v1", "zz_generated.crd-manifests")
-	return []string{
-		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
-		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
-	}, nil
+	return strings.TrimSpace(string(out)), nil
 }

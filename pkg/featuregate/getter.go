@@ -11,18 +11,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Getter is the part of client.Reader that reading a FeatureGate needs.
-type Getter interface {
+// getter is the part of client.Reader that reading a FeatureGate needs.
+type getter interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
-// NewLiveGetter reads FeatureGates straight from the API server, with no
+// newLiveGetter reads FeatureGates straight from the API server, with no
 // retries of its own. client-go otherwise retries a GET on its own schedule:
 // ten times on a dropped connection, and after a 429's Retry-After, which
 // kube-apiserver sets to 5 s while it shuts down. One such attempt would hold
 // the startup read (or the outage verifier) for seconds past the API's
 // return, whatever the backoff cap says; the callers here own their retries.
-func NewLiveGetter(cfg *rest.Config) (Getter, error) {
+func newLiveGetter(cfg *rest.Config) (getter, error) {
 	scheme := runtime.NewScheme()
 	if err := configv1.Install(scheme); err != nil {
 		return nil, err

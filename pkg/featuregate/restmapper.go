@@ -10,21 +10,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// MapperProvider is a manager.Options.MapperProvider that knows the
+// mapperProvider returns a manager.Options.MapperProvider that knows the
 // FeatureGate (and ClusterOperator) mappings without asking the API server,
-// and asks discovery for everything else. Building a cache restricted with
-// ByObject asks whether the type is namespaced; with discovery alone that
-// question fails, and so does the manager, when the API is not up yet —
-// which is exactly when we must start and wait.
-func MapperProvider(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
-	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, err
+// and asks next (discovery when nil) for everything else. Building a cache
+// restricted with ByObject asks whether the type is namespaced; with
+// discovery alone that question fails, and so does the manager, when the
+// API is not up yet — which is exactly when we must start and wait.
+func mapperProvider(next func(*rest.Config, *http.Client) (meta.RESTMapper, error)) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	if next == nil {
+		next = apiutil.NewDynamicRESTMapper
 	}
-	static := meta.NewDefaultRESTMapper([]schema.GroupVersion{configv1.GroupVersion})
-	static.Add(configv1.GroupVersion.WithKind("FeatureGate"), meta.RESTScopeRoot)
-	static.Add(configv1.GroupVersion.WithKind("ClusterOperator"), meta.RESTScopeRoot)
-	return &knownFirst{RESTMapper: dynamic, known: static}, nil
+	return func(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+		discovered, err := next(cfg, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		static := meta.NewDefaultRESTMapper([]schema.GroupVersion{configv1.GroupVersion})
+		static.Add(configv1.GroupVersion.WithKind("FeatureGate"), meta.RESTScopeRoot)
+		static.Add(configv1.GroupVersion.WithKind("ClusterOperator"), meta.RESTScopeRoot)
+		return &knownFirst{RESTMapper: discovered, known: static}, nil
+	}
 }
 
 type knownFirst struct {

@@ -3,7 +3,6 @@ package featuregate
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -13,85 +12,73 @@ import (
 // DefaultName is the name of the cluster's one FeatureGate.
 const DefaultName = "cluster"
 
-// Options says which parts of a FeatureGate matter to the component.
-type Options struct {
-	// Name of the FeatureGate; DefaultName when empty.
-	Name string
-	// Version is the component's release version. When set, the snapshot
-	// carries the status.featureGates entry for it and is not taken until
-	// that entry exists.
-	Version string
-	// WatchedGates, when not empty, narrows every gate list to these names,
-	// so that gates the component does not consume never cause a restart.
-	WatchedGates []string
-}
-
-// ObjectName is the FeatureGate name the options refer to.
-func (o Options) ObjectName() string {
-	if o.Name == "" {
-		return DefaultName
-	}
-	return o.Name
-}
-
 // ErrVersionMissing is returned by Complete when a version is configured and
 // the FeatureGate's status has no entry for it yet.
 var ErrVersionMissing = errors.New("no status.featureGates entry for the configured version")
 
+// View says which parts of a FeatureGate a component reads. Both sides of
+// every comparison are built with the same View.
+type View struct {
+	// Version is the component's release version. When set, a snapshot
+	// carries the status.featureGates entry for it and is not complete until
+	// that entry exists. Without it only spec.customNoUpgrade names gates.
+	Version string
+	// WatchedGates, when not empty, narrows which gate changes Diff reports,
+	// so that gates the component does not consume never cause a restart.
+	// It never changes what Enabled answers.
+	WatchedGates []configv1.FeatureGateName
+}
+
 // Snapshot is the feature configuration read from a FeatureGate at one
-// instant. It is a value: nothing changes it after New returns, and two
-// Snapshots are equal exactly when Diff finds nothing.
+// instant. It is a value: nothing changes it after New returns.
 type Snapshot struct {
 	featureSet     configv1.FeatureSet
-	customEnabled  sets.Set[string]
-	customDisabled sets.Set[string]
+	customEnabled  sets.Set[configv1.FeatureGateName]
+	customDisabled sets.Set[configv1.FeatureGateName]
 
 	version string
 	// hasStatus is true when version is set and status has an entry for it.
 	hasStatus      bool
-	statusEnabled  sets.Set[string]
-	statusDisabled sets.Set[string]
+	statusEnabled  sets.Set[configv1.FeatureGateName]
+	statusDisabled sets.Set[configv1.FeatureGateName]
+
+	// watched narrows Diff's gate comparisons; empty means every gate.
+	watched sets.Set[configv1.FeatureGateName]
 }
 
-// New builds the view of fg that matters under opts. The startup snapshot and
+// New builds the view of fg that matters under v. The startup snapshot and
 // every live view are built here, so both sides of a comparison are made the
 // same way. A nil fg is rejected: an absent FeatureGate is no feature set.
-func New(fg *configv1.FeatureGate, opts Options) (Snapshot, error) {
+func New(fg *configv1.FeatureGate, v View) (Snapshot, error) {
 	if fg == nil {
 		return Snapshot{}, errors.New("no FeatureGate")
 	}
-	keep := func(names []string) sets.Set[string] {
-		s := sets.New(names...)
-		if len(opts.WatchedGates) > 0 {
-			s = s.Intersection(sets.New(opts.WatchedGates...))
-		}
-		return s
-	}
 	s := Snapshot{
 		featureSet:     fg.Spec.FeatureSet,
-		customEnabled:  sets.New[string](),
-		customDisabled: sets.New[string](),
-		version:        opts.Version,
-		statusEnabled:  sets.New[string](),
-		statusDisabled: sets.New[string](),
+		customEnabled:  sets.New[configv1.FeatureGateName](),
+		customDisabled: sets.New[configv1.FeatureGateName](),
+		version:        v.Version,
+		statusEnabled:  sets.New[configv1.FeatureGateName](),
+		statusDisabled: sets.New[configv1.FeatureGateName](),
+		watched:        sets.New(v.WatchedGates...),
 	}
 	if fg.Spec.FeatureSet == "Default" {
 		s.featureSet = configv1.Default
 	}
 	if c := fg.Spec.CustomNoUpgrade; c != nil {
-		s.customEnabled = keep(gateNames(c.Enabled))
-		s.customDisabled = keep(gateNames(c.Disabled))
+		s.customEnabled = sets.New(c.Enabled...)
+		s.customDisabled = sets.New(c.Disabled...)
 	}
-	if opts.Version == "" {
+	if v.Version == "" {
 		return s, nil
 	}
 	for _, details := range fg.Status.FeatureGates {
-		if details.Version != opts.Version {
+		if details.Version != v.Version {
 			continue
 		}
 		s.hasStatus = true
-		s.statusEnabled = keep(attributeNames(details.Enabled))
-		s.statusDisabled = keep(attributeNames(details.Disabled))
+		s.statusEnabled = attributeNames(details.Enabled)
+		s.statusDisabled = attributeNames(details.Disabled)
 		break
 	}
 	return s, nil
@@ -122,12 +109,16 @@ func (s Snapshot) FeatureSetName() string {
 // Version is the release version whose status entry the snapshot carries.
 func (s Snapshot) Version() string { return s.version }
 
+// HasGateLists reports whether Enabled can answer for gates beyond
+// spec.customNoUpgrade: only with a version whose status entry was read.
+func (s Snapshot) HasGateLists() bool { return s.hasStatus }
+
 // Enabled reports whether gate is on. With a version it answers from that
 // version's status entry; without one, from spec.customNoUpgrade when the
-// feature set is CustomNoUpgrade. A gate it does not know is not enabled: it
-// never panics, unlike readers that broke operators when CustomNoUpgrade
-// came without lists.
-func (s Snapshot) Enabled(gate string) bool {
+// feature set is CustomNoUpgrade, and false otherwise (see HasGateLists). A
+// gate it does not know is not enabled: it never panics, unlike readers
+// that broke operators when CustomNoUpgrade came without lists.
+func (s Snapshot) Enabled(gate configv1.FeatureGateName) bool {
 	if s.hasStatus {
 		return s.statusEnabled.Has(gate)
 	}
@@ -137,11 +128,22 @@ func (s Snapshot) Enabled(gate string) bool {
 	return false
 }
 
+// KnownFeatures lists, sorted, every gate the snapshot has a state for.
+func (s Snapshot) KnownFeatures() []configv1.FeatureGateName {
+	if s.hasStatus {
+		return sets.List(s.statusEnabled.Union(s.statusDisabled))
+	}
+	if s.featureSet == configv1.CustomNoUpgrade {
+		return sets.List(s.customEnabled.Union(s.customDisabled))
+	}
+	return nil
+}
+
 // EnabledGates lists, sorted, the gates the status entry enables.
-func (s Snapshot) EnabledGates() []string { return sets.List(s.statusEnabled) }
+func (s Snapshot) EnabledGates() []configv1.FeatureGateName { return sets.List(s.statusEnabled) }
 
 // DisabledGates lists, sorted, the gates the status entry disables.
-func (s Snapshot) DisabledGates() []string { return sets.List(s.statusDisabled) }
+func (s Snapshot) DisabledGates() []configv1.FeatureGateName { return sets.List(s.statusDisabled) }
 
 // String is the snapshot as logged: the feature set, then the gates in use.
 func (s Snapshot) String() string {
@@ -156,19 +158,10 @@ func (s Snapshot) String() string {
 	return b.String()
 }
 
-func gateNames(in []configv1.FeatureGateName) []string {
-	out := make([]string, 0, len(in))
-	for _, n := range in {
-		out = append(out, string(n))
-	}
-	sort.Strings(out)
-	return out
-}
-
-func attributeNames(in []configv1.FeatureGateAttributes) []string {
-	out := make([]string, 0, len(in))
+func attributeNames(in []configv1.FeatureGateAttributes) sets.Set[configv1.FeatureGateName] {
+	out := sets.New[configv1.FeatureGateName]()
 	for _, a := range in {
-		out = append(out, string(a.Name))
+		out.Insert(a.Name)
 	}
 	return out
 }

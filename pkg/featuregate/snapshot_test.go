@@ -54,7 +54,7 @@ func details(version string, enabled, disabled []string) configv1.FeatureGateDet
 	return d
 }
 
-func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.Options) featuregate.Snapshot {
+func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.View) featuregate.Snapshot {
 	t.Helper()
 	s, err := featuregate.New(fg, opts)
 	if err != nil {
@@ -67,10 +67,10 @@ func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.Options) f
 // (empty or not) and the exact sentence the operator logs.
 func TestNewAndDiff(t *testing.T) {
 	const v = "4.11.0"
-	versioned := featuregate.Options{Version: v}
+	versioned := featuregate.View{Version: v}
 	tests := []struct {
 		name             string
-		opts             featuregate.Options
+		opts             featuregate.View
 		snapshot, live   *configv1.FeatureGate
 		want             []string
 		snapshotFeatures string
@@ -202,26 +202,26 @@ func TestNewAndDiff(t *testing.T) {
 		},
 		{
 			name:     "unwatched status gate changes are no difference",
-			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			opts:     featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"Watched"}},
 			snapshot: featureGate("", status(v, []string{"Watched", "Other"}, []string{"Third"})),
 			live:     featureGate("", status(v, []string{"Watched", "Third"}, []string{"Other", "New"})),
 		},
 		{
 			name:     "watched status gate change is a difference",
-			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			opts:     featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"Watched"}},
 			snapshot: featureGate("", status(v, []string{"Watched", "Other"}, nil)),
 			live:     featureGate("", status(v, []string{"Other"}, []string{"Watched"})),
 			want:     []string{"gate Watched enabled -> disabled in status for version 4.11.0"},
 		},
 		{
 			name:     "unwatched customNoUpgrade gate changes are no difference",
-			opts:     featuregate.Options{WatchedGates: []string{"Watched"}},
+			opts:     featuregate.View{WatchedGates: []configv1.FeatureGateName{"Watched"}},
 			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"Watched"}, nil)),
 			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"Watched", "Other"}, []string{"Third"})),
 		},
 		{
 			name:     "watched gates do not hide a feature set change",
-			opts:     featuregate.Options{Version: v, WatchedGates: []string{"Watched"}},
+			opts:     featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"Watched"}},
 			snapshot: featureGate("", status(v, []string{"Watched"}, nil)),
 			live:     featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"Watched"}, nil)),
 			want:     []string{"feature set changed from Default to TechPreviewNoUpgrade"},
@@ -247,7 +247,7 @@ func TestNewAndDiff(t *testing.T) {
 
 func TestNewRejectsNil(t *testing.T) {
 	g := NewWithT(t)
-	_, err := featuregate.New(nil, featuregate.Options{})
+	_, err := featuregate.New(nil, featuregate.View{})
 	g.Expect(err).To(HaveOccurred())
 }
 
@@ -256,7 +256,7 @@ func TestNewRejectsNil(t *testing.T) {
 func TestSnapshotFeatureSetNormalised(t *testing.T) {
 	g := NewWithT(t)
 	for _, set := range []configv1.FeatureSet{"", "Default"} {
-		s := mustNew(t, featureGate(set), featuregate.Options{})
+		s := mustNew(t, featureGate(set), featuregate.View{})
 		g.Expect(s.FeatureSet()).To(Equal(configv1.Default))
 		g.Expect(s.FeatureSetName()).To(Equal("Default"))
 		g.Expect(s.String()).To(Equal("Default"))
@@ -268,13 +268,13 @@ func TestSnapshotComplete(t *testing.T) {
 	tests := []struct {
 		name    string
 		fg      *configv1.FeatureGate
-		opts    featuregate.Options
+		opts    featuregate.View
 		missing bool
 	}{
 		{name: "no version configured, no status", fg: featureGate("")},
-		{name: "version entry present", fg: featureGate("", status(v, nil, nil)), opts: featuregate.Options{Version: v}},
-		{name: "no status at all", fg: featureGate(""), opts: featuregate.Options{Version: v}, missing: true},
-		{name: "only other versions", fg: featureGate("", status("4.10.0", []string{"A"}, nil)), opts: featuregate.Options{Version: v}, missing: true},
+		{name: "version entry present", fg: featureGate("", status(v, nil, nil)), opts: featuregate.View{Version: v}},
+		{name: "no status at all", fg: featureGate(""), opts: featuregate.View{Version: v}, missing: true},
+		{name: "only other versions", fg: featureGate("", status("4.10.0", []string{"A"}, nil)), opts: featuregate.View{Version: v}, missing: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,13 +292,14 @@ func TestSnapshotComplete(t *testing.T) {
 
 func TestSnapshotGatesAndString(t *testing.T) {
 	g := NewWithT(t)
-	s := mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status("4.11.0", []string{"Z", "A"}, []string{"M", "B"})), featuregate.Options{Version: "4.11.0"})
+	s := mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status("4.11.0", []string{"Z", "A"}, []string{"M", "B"})), featuregate.View{Version: "4.11.0"})
 	g.Expect(s.Version()).To(Equal("4.11.0"))
-	g.Expect(s.EnabledGates()).To(Equal([]string{"A", "Z"}))
-	g.Expect(s.DisabledGates()).To(Equal([]string{"B", "M"}))
+	g.Expect(s.EnabledGates()).To(Equal([]configv1.FeatureGateName{"A", "Z"}))
+	g.Expect(s.DisabledGates()).To(Equal([]configv1.FeatureGateName{"B", "M"}))
+	g.Expect(s.KnownFeatures()).To(Equal([]configv1.FeatureGateName{"A", "B", "M", "Z"}))
 	g.Expect(s.String()).To(Equal("TechPreviewNoUpgrade (version 4.11.0: enabled [A Z], disabled [B M])"))
 
-	c := mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"Y", "X"}, []string{"W"})), featuregate.Options{})
+	c := mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"Y", "X"}, []string{"W"})), featuregate.View{})
 	g.Expect(c.String()).To(Equal("CustomNoUpgrade (customNoUpgrade enabled [X Y], disabled [W])"))
 }
 
@@ -310,43 +311,44 @@ func TestSnapshotEnabled(t *testing.T) {
 	tests := []struct {
 		name     string
 		snapshot featuregate.Snapshot
-		enabled  []string
-		off      []string
+		enabled  []configv1.FeatureGateName
+		off      []configv1.FeatureGateName
 	}{
-		{name: "zero value", snapshot: featuregate.Snapshot{}, off: []string{"A", ""}},
-		{name: "Default", snapshot: mustNew(t, featureGate(""), featuregate.Options{}), off: []string{"A"}},
+		{name: "zero value", snapshot: featuregate.Snapshot{}, off: []configv1.FeatureGateName{"A", ""}},
+		{name: "Default", snapshot: mustNew(t, featureGate(""), featuregate.View{}), off: []configv1.FeatureGateName{"A"}},
 		{
 			name:     "CustomNoUpgrade without lists",
-			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade), featuregate.Options{}),
-			off:      []string{"A"},
+			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade), featuregate.View{}),
+			off:      []configv1.FeatureGateName{"A"},
 		},
 		{
 			name:     "CustomNoUpgrade with lists",
-			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, []string{"B"})), featuregate.Options{}),
-			enabled:  []string{"A"},
-			off:      []string{"B", "Unknown"},
+			snapshot: mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, []string{"B"})), featuregate.View{}),
+			enabled:  []configv1.FeatureGateName{"A"},
+			off:      []configv1.FeatureGateName{"B", "Unknown"},
 		},
 		{
 			name:     "customNoUpgrade lists under another feature set are not in force",
-			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, custom([]string{"A"}, nil)), featuregate.Options{}),
-			off:      []string{"A"},
+			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, custom([]string{"A"}, nil)), featuregate.View{}),
+			off:      []configv1.FeatureGateName{"A"},
 		},
 		{
 			name:     "status entry for the version",
-			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"A"}, []string{"B"})), featuregate.Options{Version: v}),
-			enabled:  []string{"A"},
-			off:      []string{"B", "Unknown"},
+			snapshot: mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"A"}, []string{"B"})), featuregate.View{Version: v}),
+			enabled:  []configv1.FeatureGateName{"A"},
+			off:      []configv1.FeatureGateName{"B", "Unknown"},
 		},
 		{
-			name:     "status entry narrowed to watched gates",
-			snapshot: mustNew(t, featureGate("", status(v, []string{"A", "B"}, nil)), featuregate.Options{Version: v, WatchedGates: []string{"A"}}),
-			enabled:  []string{"A"},
-			off:      []string{"B"},
+			// WatchedGates narrows what restarts, never what is enabled.
+			name:     "watched gates do not hide an unwatched enabled gate",
+			snapshot: mustNew(t, featureGate("", status(v, []string{"A", "B"}, []string{"C"})), featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"A"}}),
+			enabled:  []configv1.FeatureGateName{"A", "B"},
+			off:      []configv1.FeatureGateName{"C"},
 		},
 		{
 			name:     "version entry missing",
-			snapshot: mustNew(t, featureGate("", status("4.10.0", []string{"A"}, nil)), featuregate.Options{Version: v}),
-			off:      []string{"A"},
+			snapshot: mustNew(t, featureGate("", status("4.10.0", []string{"A"}, nil)), featuregate.View{Version: v}),
+			off:      []configv1.FeatureGateName{"A"},
 		},
 	}
 	for _, tt := range tests {
@@ -373,7 +375,7 @@ func TestZeroSnapshotIsSafe(t *testing.T) {
 		_ = zero.DisabledGates()
 		_ = zero.Complete()
 		_ = featuregate.Diff(zero, zero)
-		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.Options{Version: "4.11.0"}))
+		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.View{Version: "4.11.0"}))
 	}).NotTo(Panic())
 	g.Expect(zero.FeatureSetName()).To(Equal("Default"))
 	g.Expect(zero.EnabledGates()).To(BeEmpty())

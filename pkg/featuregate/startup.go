@@ -21,31 +21,31 @@ import (
 )
 
 const (
-	// InitialBackoff is the wait after the first failed read.
-	InitialBackoff = 100 * time.Millisecond
-	// DefaultBackoffCap bounds the wait between reads, and so how long after
-	// the API returns the snapshot is taken.
-	DefaultBackoffCap = 2 * time.Second
+	// initialBackoff is the wait after the first failed read.
+	initialBackoff = 100 * time.Millisecond
+	// attemptTimeout is the most one read may take. The first reads are
+	// bounded by the backoff cap (at least 1 s), doubling after each that
+	// times out: a kube-apiserver that is starting holds early requests for
+	// seconds while later ones are answered at once, and an API that drops
+	// packets must not hold an attempt, or the timeout, hostage.
+	attemptTimeout = 10 * time.Second
 )
 
-// Startup takes the startup snapshot. It is a manager Runnable so that it
+// startup takes the startup snapshot. It is a manager Runnable so that it
 // reads inside the manager's lifecycle, with the health probes already
 // answering, and it keeps reading until it succeeds: it never assumes a
 // feature set it did not read.
-type Startup struct {
-	reader Getter
-	opts   Options
-
-	// BackoffCap bounds the wait between reads; DefaultBackoffCap when zero.
-	BackoffCap time.Duration
-	// Timeout, when positive, makes Start fail after that long without a
-	// snapshot, for those who prefer a crash loop to waiting.
-	Timeout time.Duration
-	// OnSnapshot, when set, is called once with the snapshot before it is
-	// published (metrics, status).
-	OnSnapshot func(Snapshot)
-	// Log defaults to the controller-runtime logger named "featuregate".
-	Log logr.Logger
+type startup struct {
+	reader     getter
+	name       string
+	view       View
+	backoffCap time.Duration
+	timeout    time.Duration
+	onSnapshot func(Snapshot)
+	// announce is called once the snapshot is published (readiness first;
+	// Events may take a round trip).
+	announce func(context.Context, Snapshot)
+	log      logr.Logger
 
 	mu      sync.Mutex
 	snap    *Snapshot
@@ -53,46 +53,58 @@ type Startup struct {
 	taken   chan struct{}
 }
 
-// NewStartup reads through r, which must be live (NewLiveGetter, or
-// mgr.GetAPIReader()): the manager's cache may not be running yet, and must
-// not decide this.
-func NewStartup(r Getter, opts Options) *Startup {
-	return &Startup{reader: r, opts: opts, taken: make(chan struct{})}
-}
-
-var _ manager.LeaderElectionRunnable = &Startup{}
-
-// NeedLeaderElection is false: every replica owns its own snapshot.
-func (s *Startup) NeedLeaderElection() bool { return false }
-
-// Start reads until a snapshot is taken, ctx ends, or Timeout passes.
-func (s *Startup) Start(ctx context.Context) error {
-	log := s.Log
+// newStartup reads through r, which must be live: the manager's cache may
+// not be running yet, and must not decide this.
+func newStartup(r getter, o Options, announce func(context.Context, Snapshot)) *startup {
+	log := o.Logger
 	if log.GetSink() == nil {
 		log = ctrllog.Log.WithName("featuregate")
 	}
-	limit := s.BackoffCap
-	if limit <= 0 {
-		limit = DefaultBackoffCap
+	name := o.Name
+	if name == "" {
+		name = DefaultName
 	}
-	backoff := wait.Backoff{Duration: InitialBackoff, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: limit}
+	return &startup{
+		reader:     r,
+		name:       name,
+		view:       o.view(),
+		backoffCap: orDefault(o.BackoffCap, DefaultBackoffCap),
+		timeout:    o.InitialFetchTimeout,
+		onSnapshot: o.OnSnapshot,
+		announce:   announce,
+		log:        log,
+		taken:      make(chan struct{}),
+	}
+}
+
+var _ manager.LeaderElectionRunnable = &startup{}
+
+// NeedLeaderElection is false: every replica owns its own snapshot.
+func (s *startup) NeedLeaderElection() bool { return false }
+
+// Start reads until a snapshot is taken, ctx ends, or the timeout passes.
+func (s *startup) Start(ctx context.Context) error {
+	backoff := wait.Backoff{Duration: initialBackoff, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: s.backoffCap}
 	var deadline <-chan time.Time
-	if s.Timeout > 0 {
-		t := time.NewTimer(s.Timeout)
+	if s.timeout > 0 {
+		t := time.NewTimer(s.timeout)
 		defer t.Stop()
 		deadline = t.C
 	}
-	name := s.opts.ObjectName()
 	started := time.Now()
-	attemptLimit := max(limit, time.Second)
+	attemptLimit := max(s.backoffCap, time.Second)
 	for attempt := 1; ; attempt++ {
 		snap, err := s.readOnce(ctx, started, attemptLimit)
 		if err == nil {
-			log.Info("startup feature set "+snap.String(), "featureGate", name, "featureSet", snap.FeatureSetName(), "attempts", attempt)
-			if s.OnSnapshot != nil {
-				s.OnSnapshot(snap)
+			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
+				"snapshot", snap.String(), "attempts", attempt)
+			if s.onSnapshot != nil {
+				s.onSnapshot(snap)
 			}
 			s.publish(snap)
+			if s.announce != nil {
+				s.announce(ctx, snap)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -101,13 +113,14 @@ func (s *Startup) Start(ctx context.Context) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			// A slow server gets longer next time; a starting one, a fresh
 			// request instead of one it holds.
-			attemptLimit = min(2*attemptLimit, AttemptTimeout)
+			attemptLimit = min(2*attemptLimit, attemptTimeout)
 		}
 		s.mu.Lock()
 		s.lastErr = err
 		s.mu.Unlock()
-		delay := min(backoff.Step(), limit)
-		log.Info("Error getting FeatureGate; no feature set assumed, retrying", "featureGate", name, "attempt", attempt, "retryIn", delay.String(), "error", err.Error())
+		delay := min(backoff.Step(), s.backoffCap)
+		s.log.Info("FeatureGate not read; no feature set assumed, retrying", "featureGate", s.name,
+			"attempt", attempt, "retryIn", delay.String(), "error", err.Error())
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -115,40 +128,32 @@ func (s *Startup) Start(ctx context.Context) error {
 			return nil
 		case <-deadline:
 			timer.Stop()
-			return fmt.Errorf("no FeatureGate snapshot after %s (--initial-fetch-timeout): %w", s.Timeout, err)
+			return fmt.Errorf("no FeatureGate snapshot after %s (initial fetch timeout): %w", s.timeout, err)
 		case <-timer.C:
 		}
 	}
 }
 
-// AttemptTimeout is the most one read may take. The first reads are bounded
-// by the backoff cap (at least 1 s), doubling after each that times out: a
-// kube-apiserver that is starting holds early requests for seconds while
-// later ones are answered at once, and an API that drops packets must not
-// hold an attempt, or Timeout, hostage.
-const AttemptTimeout = 10 * time.Second
-
-func (s *Startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
-	if s.Timeout > 0 {
-		limit = max(min(limit, s.Timeout-time.Since(started)), time.Millisecond)
+func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
+	if s.timeout > 0 {
+		limit = max(min(limit, s.timeout-time.Since(started)), time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	return s.read(ctx)
 }
 
-func (s *Startup) read(ctx context.Context) (Snapshot, error) {
-	name := s.opts.ObjectName()
+func (s *startup) read(ctx context.Context) (Snapshot, error) {
 	fg := &configv1.FeatureGate{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: name}, fg); err != nil {
-		return Snapshot{}, describeReadError(name, err)
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: s.name}, fg); err != nil {
+		return Snapshot{}, describeReadError(s.name, err)
 	}
-	snap, err := New(fg, s.opts)
+	snap, err := New(fg, s.view)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("FeatureGate %s: %w", name, err)
+		return Snapshot{}, fmt.Errorf("FeatureGate %s: %w", s.name, err)
 	}
 	if err := snap.Complete(); err != nil {
-		return Snapshot{}, fmt.Errorf("FeatureGate %s has %w yet", name, err)
+		return Snapshot{}, fmt.Errorf("FeatureGate %s has %w yet", s.name, err)
 	}
 	return snap, nil
 }
@@ -170,7 +175,7 @@ func describeReadError(name string, err error) error {
 	}
 }
 
-func (s *Startup) publish(snap Snapshot) {
+func (s *startup) publish(snap Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snap != nil {
@@ -182,7 +187,7 @@ func (s *Startup) publish(snap Snapshot) {
 }
 
 // Snapshot returns the startup snapshot once it has been taken.
-func (s *Startup) Snapshot() (Snapshot, bool) {
+func (s *startup) Snapshot() (Snapshot, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snap == nil {
@@ -192,11 +197,11 @@ func (s *Startup) Snapshot() (Snapshot, bool) {
 }
 
 // Taken is closed when the snapshot has been taken.
-func (s *Startup) Taken() <-chan struct{} { return s.taken }
+func (s *startup) Taken() <-chan struct{} { return s.taken }
 
 // Check is a healthz.Checker for /readyz: not ready until the snapshot
 // exists, saying why.
-func (s *Startup) Check(_ *http.Request) error {
+func (s *startup) Check(_ *http.Request) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -213,12 +218,12 @@ func (s *Startup) Check(_ *http.Request) error {
 // that acts on the snapshot, and any controller whose cache-sync timeout
 // would otherwise run out during a long API outage at start, goes through
 // here. Leader election is r's own choice.
-func (s *Startup) AfterSnapshot(r manager.Runnable) manager.Runnable {
-	return &afterSnapshot{startup: s, runnable: r}
+func (s *startup) AfterSnapshot(r manager.Runnable) manager.Runnable {
+	return &afterSnapshot{taken: s.taken, runnable: r}
 }
 
 type afterSnapshot struct {
-	startup  *Startup
+	taken    <-chan struct{}
 	runnable manager.Runnable
 }
 
@@ -226,7 +231,7 @@ func (a *afterSnapshot) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-a.startup.Taken():
+	case <-a.taken:
 	}
 	return a.runnable.Start(ctx)
 }

@@ -168,10 +168,11 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 		}
 	})
 
-	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{Name: name})
-	s.BackoffCap = 250 * time.Millisecond
 	var snapshots atomic.Int32
-	s.OnSnapshot = func(featuregate.Snapshot) { snapshots.Add(1) }
+	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{
+		Name: name, BackoffCap: 250 * time.Millisecond,
+		OnSnapshot: func(featuregate.Snapshot) { snapshots.Add(1) },
+	})
 	after := &snapshotSeen{startup: s}
 	afterCtx, stopAfter := context.WithCancel(context.Background())
 	afterDone := runAsync(afterCtx, s.AfterSnapshot(after).Start)
@@ -209,8 +210,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
 
-	s := featuregate.NewStartup(c, featuregate.Options{Name: name})
-	s.BackoffCap = 250 * time.Millisecond
+	s := featuregate.NewStartup(c, featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
 	g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(
 		Equal(fmt.Sprintf("initial FeatureGate not read yet: FeatureGate %s not found", name)))
@@ -239,8 +239,7 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 
-	s := featuregate.NewStartup(c, featuregate.Options{})
-	s.BackoffCap = 250 * time.Millisecond
+	s := featuregate.NewStartup(c, featuregate.Options{BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
 	// A reader on a discovery-only REST mapper fails earlier, with "no
 	// matches for kind"; it must say the same.
@@ -248,14 +247,12 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	g.Expect(configv1.Install(scheme)).To(Succeed())
 	plain, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	viaDiscovery := featuregate.NewStartup(plain, featuregate.Options{})
-	viaDiscovery.BackoffCap = 250 * time.Millisecond
+	viaDiscovery := featuregate.NewStartup(plain, featuregate.Options{BackoffCap: 250 * time.Millisecond})
 	viaDiscoveryDone := runStartup(t, viaDiscovery)
 	// And the live getter main.go uses.
 	lg, err := featuregate.NewLiveGetter(cp.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	viaLive := featuregate.NewStartup(lg, featuregate.Options{})
-	viaLive.BackoffCap = 250 * time.Millisecond
+	viaLive := featuregate.NewStartup(lg, featuregate.Options{BackoffCap: 250 * time.Millisecond})
 	viaLiveDone := runStartup(t, viaLive)
 	for _, s := range []*featuregate.Startup{s, viaDiscovery, viaLive} {
 		g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(And(
@@ -295,8 +292,7 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details("4.10.0", []string{"GateA"}, nil)}
 	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 
-	s := featuregate.NewStartup(c, featuregate.Options{Name: name, Version: "4.11.0"})
-	s.BackoffCap = 250 * time.Millisecond
+	s := featuregate.NewStartup(c, featuregate.Options{Name: name, Version: "4.11.0", BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
 	g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(And(
 		HavePrefix("initial FeatureGate not read yet: "),
@@ -311,8 +307,8 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, _ := s.Snapshot()
 	g.Expect(snap.Version()).To(Equal("4.11.0"))
-	g.Expect(snap.EnabledGates()).To(Equal([]string{"GateA", "GateC"}))
-	g.Expect(snap.DisabledGates()).To(Equal([]string{"GateB"}))
+	g.Expect(snap.EnabledGates()).To(Equal([]configv1.FeatureGateName{"GateA", "GateC"}))
+	g.Expect(snap.DisabledGates()).To(Equal([]configv1.FeatureGateName{"GateB"}))
 	g.Expect(snap.Enabled("GateA")).To(BeTrue())
 	g.Expect(snap.Enabled("GateB")).To(BeFalse())
 }
@@ -323,12 +319,10 @@ func TestStartupTimeout(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	name := uniqueName()
-	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{Name: name})
-	s.BackoffCap = 250 * time.Millisecond
-	s.Timeout = time.Second
+	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond, InitialFetchTimeout: time.Second})
 	err := s.Start(ctx)
 	g.Expect(err).To(MatchError(And(
-		ContainSubstring("no FeatureGate snapshot after 1s (--initial-fetch-timeout)"),
+		ContainSubstring("no FeatureGate snapshot after 1s (initial fetch timeout)"),
 		ContainSubstring(fmt.Sprintf("FeatureGate %s not found", name)),
 	)))
 	g.Expect(s.Taken()).NotTo(BeClosed())

@@ -7,10 +7,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// Stopper ends the process's manager when asked, so that a fresh process
+// stopper ends the process's manager when asked, so that a fresh process
 // takes a fresh snapshot. It is a Runnable that runs on every replica: a
 // standby's snapshot is as stale as the leader's.
-type Stopper struct {
+type stopper struct {
 	cancel context.CancelFunc
 
 	once      sync.Once
@@ -19,20 +19,20 @@ type Stopper struct {
 	requested chan struct{}
 }
 
-// NewStopper returns a Stopper that calls cancel, which must cancel the
+// newStopper returns a stopper that calls cancel, which must cancel the
 // context given to the manager's Start.
-func NewStopper(cancel context.CancelFunc) *Stopper {
-	return &Stopper{cancel: cancel, requested: make(chan struct{})}
+func newStopper(cancel context.CancelFunc) *stopper {
+	return &stopper{cancel: cancel, requested: make(chan struct{})}
 }
 
-var _ manager.LeaderElectionRunnable = &Stopper{}
+var _ manager.LeaderElectionRunnable = &stopper{}
 
 // NeedLeaderElection is false: the Stopper must run on standbys too.
-func (s *Stopper) NeedLeaderElection() bool { return false }
+func (s *stopper) NeedLeaderElection() bool { return false }
 
 // Stop asks for a graceful shutdown. Only the first reason is kept; later
 // calls do nothing.
-func (s *Stopper) Stop(reason string) {
+func (s *stopper) Stop(reason string) {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.reason = reason
@@ -43,10 +43,10 @@ func (s *Stopper) Stop(reason string) {
 
 // Requested is closed once Stop has been called. Work that acts on the
 // snapshot stops when it closes.
-func (s *Stopper) Requested() <-chan struct{} { return s.requested }
+func (s *stopper) Requested() <-chan struct{} { return s.requested }
 
 // Reason returns the first reason given to Stop, and whether Stop was called.
-func (s *Stopper) Reason() (string, bool) {
+func (s *stopper) Reason() (string, bool) {
 	select {
 	case <-s.requested:
 		s.mu.Lock()
@@ -59,7 +59,7 @@ func (s *Stopper) Reason() (string, bool) {
 
 // Start waits for a stop request and then cancels the manager's context; the
 // manager drains its runnables within its GracefulShutdownTimeout.
-func (s *Stopper) Start(ctx context.Context) error {
+func (s *stopper) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case <-s.requested:

@@ -1,13 +1,17 @@
 package manifest
 
-import "slices"
+import (
+	"slices"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
 
 // Features is what inclusion needs to know of the cluster's feature configuration.
 type Features interface {
 	// FeatureSetName is the feature set, with the empty set spelled "Default".
 	FeatureSetName() string
 	// Enabled reports whether a gate is enabled for our version; unknown gates are not enabled.
-	Enabled(gate string) bool
+	Enabled(gate configv1.FeatureGateName) bool
 }
 
 // Feature set names as they are spelled in manifest annotations. The API's
@@ -42,8 +46,8 @@ func FeatureSetOnly(name string) Features {
 
 type featureSetOnly string
 
-func (f featureSetOnly) FeatureSetName() string { return string(f) }
-func (featureSetOnly) Enabled(string) bool      { return false }
+func (f featureSetOnly) FeatureSetName() string              { return string(f) }
+func (featureSetOnly) Enabled(configv1.FeatureGateName) bool { return false }
 
 // normalizeFeatureSet spells the API's empty feature set the way annotations do.
 func normalizeFeatureSet(name string) string {

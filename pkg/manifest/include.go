@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -179,9 +181,9 @@ func checkFeatureGates(value string, items []string, f Features) (string, bool) 
 		switch {
 		case gate == "":
 			return fmt.Sprintf("%s: %q has an empty gate name in %q", FeatureGateAnnotation, value, item), false
-		case negated && f.Enabled(gate):
+		case negated && f.Enabled(configv1.FeatureGateName(gate)):
 			return fmt.Sprintf("feature gate %s is enabled and %s: %q requires it not enabled", gate, FeatureGateAnnotation, value), false
-		case !negated && !f.Enabled(gate):
+		case !negated && !f.Enabled(configv1.FeatureGateName(gate)):
 			return fmt.Sprintf("feature gate %s is not enabled and %s: %q requires it", gate, FeatureGateAnnotation, value), false
 		}
 	}

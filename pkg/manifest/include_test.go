@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -14,9 +15,9 @@ type fakeFeatures struct {
 }
 
 func (f fakeFeatures) FeatureSetName() string { return f.set }
-func (f fakeFeatures) Enabled(gate string) bool {
+func (f fakeFeatures) Enabled(gate configv1.FeatureGateName) bool {
 	for _, g := range f.gates {
-		if g == gate {
+		if configv1.FeatureGateName(g) == gate {
 			return true
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -18,12 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/featuregate-operator/operator/controllers"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -156,9 +154,9 @@ func (b *bench) measureChange(ctx context.Context) *section {
 			}
 		}
 	}
-	if n, err := countEvents(ctx, pl, controllers.ReasonFeatureGateChanged); err == nil {
+	if n, err := countEvents(ctx, pl, featuregate.ReasonFeatureGateChanged); err == nil {
 		runs := len(proc.op.Values)
-		note := fmt.Sprintf("Each process run should leave one `%s` Warning Event; the API server holds %d for %d runs.", controllers.ReasonFeatureGateChanged, n, runs)
+		note := fmt.Sprintf("Each process run should leave one `%s` Warning Event; the API server holds %d for %d runs.", featuregate.ReasonFeatureGateChanged, n, runs)
 		if n < runs {
 			note += fmt.Sprintf(" Events go missing when the process exits, a few milliseconds after asking to stop, before they are written; %d runs logged `Unable to write event`.", lost)
 		}
@@ -265,7 +263,6 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *proc, cs c
 func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	opts := featuregate.Options{Version: benchVersion}
 	workers := make(chan struct{})
 	var once sync.Once
 	logger := funcr.New(func(_, args string) {
@@ -275,32 +272,26 @@ func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	}, funcr.Options{})
 	cfg := rest.CopyConfig(pl.cfg)
 	cfg.QPS = -1 // as ctrl.GetConfig does
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 logger,
-		MapperProvider:         featuregate.MapperProvider,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&configv1.FeatureGate{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ObjectName())},
-		}},
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	guard, err := featuregate.NewGuard(cfg, featuregate.Options{
+		Version: benchVersion, EventSource: "bench", Cancel: mcancel,
+		Registry: prometheus.NewRegistry(), Logger: logr.Discard(),
 	})
 	if err != nil {
 		return err
 	}
-	mctx, mcancel := context.WithCancel(ctx)
-	defer mcancel()
-	stopper := featuregate.NewStopper(mcancel)
-	startup := featuregate.NewStartup(mgr.GetAPIReader(), opts)
-	startup.Log = logr.Discard()
-	for _, r := range []interface{ Start(context.Context) error }{startup, stopper} {
-		if err := mgr.Add(r); err != nil {
-			return err
-		}
+	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 logger,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	}))
+	if err != nil {
+		return err
 	}
-	rec := &controllers.FeatureGateReconciler{Client: mgr.GetClient(), Snapshots: startup, Options: opts, Stopper: stopper, ResyncPeriod: 3 * time.Minute}
-	if err := rec.SetupWithManager(mgr, startup, 2*time.Minute); err != nil {
+	if err := guard.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
@@ -328,7 +319,7 @@ func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	stopped := make(chan time.Time, 1)
 	go func() {
 		select {
-		case <-stopper.Requested():
+		case <-guard.StopRequested():
 			stopped <- time.Now()
 		case <-mctx.Done():
 		}

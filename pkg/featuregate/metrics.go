@@ -1,0 +1,51 @@
+package featuregate
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the guard's two: which feature set this process started with,
+// and how often it asked to stop.
+type metrics struct {
+	startupFeatureSet *prometheus.GaugeVec
+	shutdownRequests  prometheus.Counter
+}
+
+// newMetrics registers the metrics on reg, reusing ones registered already
+// (a second guard in one process, as tests build).
+func newMetrics(reg prometheus.Registerer, namespace string) (metrics, error) {
+	m := metrics{
+		startupFeatureSet: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "startup_feature_set",
+			Help:      "The feature set of the FeatureGate snapshot taken at startup (1 for the set in force).",
+		}, []string{"feature_set"}),
+		shutdownRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "shutdown_requests_total",
+			Help:      "Comparisons that found the FeatureGate different from the startup snapshot and asked for a shutdown.",
+		}),
+	}
+	var err error
+	m.startupFeatureSet, err = register(reg, m.startupFeatureSet)
+	if err != nil {
+		return metrics{}, err
+	}
+	m.shutdownRequests, err = register(reg, m.shutdownRequests)
+	return m, err
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
