@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -83,8 +85,14 @@ var _ manager.LeaderElectionRunnable = &startup{}
 func (s *startup) NeedLeaderElection() bool { return false }
 
 // Start reads until a snapshot is taken, ctx ends, or the timeout passes.
+//
+// How soon it reads again depends on who said no. A refused connection
+// costs the API server nothing, and the API may be back any moment: retry
+// after dialRetryInterval. An answer from a server (5xx, 429, a timeout)
+// means it is there but struggling: back off, exponentially up to the cap,
+// and never sooner than its Retry-After (itself bounded by the cap).
 func (s *startup) Start(ctx context.Context) error {
-	backoff := wait.Backoff{Duration: initialBackoff, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: s.backoffCap}
+	backoff := s.newBackoff()
 	var deadline <-chan time.Time
 	if s.timeout > 0 {
 		t := time.NewTimer(s.timeout)
@@ -93,6 +101,7 @@ func (s *startup) Start(ctx context.Context) error {
 	}
 	started := time.Now()
 	attemptLimit := max(s.backoffCap, time.Second)
+	var quiet quietLog
 	for attempt := 1; ; attempt++ {
 		snap, err := s.readOnce(ctx, started, attemptLimit)
 		if err == nil {
@@ -111,16 +120,26 @@ func (s *startup) Start(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			// A slow server gets longer next time; a starting one, a fresh
-			// request instead of one it holds.
+			// A slow server gets longer next time.
 			attemptLimit = min(2*attemptLimit, attemptTimeout)
 		}
 		s.mu.Lock()
 		s.lastErr = err
 		s.mu.Unlock()
-		delay := min(backoff.Step(), s.backoffCap)
-		s.log.Info("FeatureGate not read; no feature set assumed, retrying", "featureGate", s.name,
-			"attempt", attempt, "retryIn", delay.String(), "error", err.Error())
+		var delay time.Duration
+		if isDialError(err) {
+			delay = dialRetryInterval
+			backoff = s.newBackoff()
+		} else {
+			delay = min(backoff.Step(), s.backoffCap)
+			if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
+				delay = max(delay, min(time.Duration(seconds)*time.Second, s.backoffCap))
+			}
+		}
+		if failures, ok := quiet.due(err, time.Now()); ok {
+			s.log.Info("FeatureGate not read; no feature set assumed, retrying", "featureGate", s.name,
+				"attempt", attempt, "failures", failures, "retryIn", delay.String(), "error", err.Error())
+		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -134,13 +153,88 @@ func (s *startup) Start(ctx context.Context) error {
 	}
 }
 
+const (
+	// dialRetryInterval is the wait after a read that reached no server.
+	dialRetryInterval = 50 * time.Millisecond
+	// hedgeAfter is how long a read may go unanswered before another is
+	// sent beside it: a kube-apiserver that is starting holds its first
+	// requests for seconds and answers later ones at once.
+	hedgeAfter = 100 * time.Millisecond
+	// maxReadsInFlight bounds those reads.
+	maxReadsInFlight = 3
+	// logEvery is how often an unchanged failure is logged again.
+	logEvery = 5 * time.Second
+)
+
+func (s *startup) newBackoff() wait.Backoff {
+	return wait.Backoff{Duration: initialBackoff, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: s.backoffCap}
+}
+
+// isDialError reports whether err never reached a server.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return (errors.As(err, &op) && op.Op == "dial") ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// quietLog keeps a retry loop's log readable: the first failure, any
+// failure that differs from the last one logged, and then one line every
+// logEvery, saying how many failures it stands for.
+type quietLog struct {
+	last     string
+	at       time.Time
+	failures int
+}
+
+func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) {
+	q.failures++
+	if msg := err.Error(); msg != q.last || now.Sub(q.at) >= logEvery {
+		failures, q.failures = q.failures, 0
+		q.last, q.at = msg, now
+		return failures, true
+	}
+	return 0, false
+}
+
+// readOnce is one bounded attempt: a read, and beside it another each
+// hedgeAfter it goes unanswered (up to maxReadsInFlight); the first answer
+// that succeeds wins, and the attempt fails once all have failed.
 func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
 	if s.timeout > 0 {
 		limit = max(min(limit, s.timeout-time.Since(started)), time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	return s.read(ctx)
+	type result struct {
+		snap Snapshot
+		err  error
+	}
+	results := make(chan result, maxReadsInFlight)
+	send := func() {
+		go func() {
+			snap, err := s.read(ctx)
+			results <- result{snap, err}
+		}()
+	}
+	send()
+	inFlight, sent := 1, 1
+	hedge := time.NewTicker(hedgeAfter)
+	defer hedge.Stop()
+	for {
+		select {
+		case r := <-results:
+			inFlight--
+			if r.err == nil || inFlight == 0 {
+				return r.snap, r.err
+			}
+		case <-hedge.C:
+			if sent < maxReadsInFlight {
+				send()
+				inFlight++
+				sent++
+			}
+		}
+	}
 }
 
 func (s *startup) read(ctx context.Context) (Snapshot, error) {
