@@ -127,12 +127,12 @@ func (s Snapshot) Version() string { return s.version }
 // feature set is CustomNoUpgrade. A gate it does not know is not enabled: it
 // never panics, unlike readers that broke operators when CustomNoUpgrade
 // came without lists.
-func (s Snapshot) Enabled(gate string) bool {
+func (s Snapshot) Enabled(gate configv1.FeatureGateName) bool {
 	if s.hasStatus {
-		return s.statusEnabled.Has(gate)
+		return s.statusEnabled.Has(string(gate))
 	}
 	if s.featureSet == configv1.CustomNoUpgrade {
-		return s.customEnabled.Has(gate)
+		return s.customEnabled.Has(string(gate))
 	}
 	return false
 }
