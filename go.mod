@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/onsi/gomega v1.39.0
-	github.com/openshift/api v0.0.0-20251021124544-a2cb0c5d994d
+	github.com/openshift/api v0.0.0-20260805215214-cfb63858e9d7
 	github.com/prometheus/client_golang v1.24.0
 	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2

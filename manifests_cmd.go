@@ -1,46 +1,210 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 // manifestsCommand prints, without a cluster, which manifests of a directory
-// each feature set includes and why: the seed's `grep -r feature-gate`
-// investigation as one command. It exits 1 when a manifest cannot be read.
+// a cluster gets and why: with --feature-gate the gates of a FeatureGate
+// file, otherwise each feature set with no gate enabled. It exits 1 when a
+// manifest cannot be read or two kept manifests define one object, 2 on bad
+// flags or input files.
 func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
-	featureSet := fs.String("feature-set", "", "Only this feature set (default: every known one).")
+	featureSet := fs.String("feature-set", "", "Only these feature sets, comma separated (default: every known one), each with no gate enabled. Not with --feature-gate.")
+	featureGate := fs.String("feature-gate", "", "FeatureGate YAML or JSON file (like openshift/api payload-manifests/featuregates/*.yaml): its feature set and the enabled gates of its status entry for --release-version (the first entry without it).")
+	releaseVersion := fs.String("release-version", "", "Release version, e.g. 4.22.0: selects the FeatureGate status entry and the major version for release.openshift.io/major-version.")
 	profile := fs.String("cluster-profile", "", "Cluster profile (include.release.openshift.io/<profile>).")
+	capabilities := fs.String("capabilities", "", "Enabled capabilities, comma separated (empty: none), against the capabilities openshift/api knows. Not with --cluster-version.")
+	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
+	excludeID := fs.String("exclude-identifier", "", "Exclude manifests annotated exclude.release.openshift.io/<identifier>: \"true\".")
 	output := fs.String("o", "table", "Output format: table or json.")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: manager manifests --manifests-dir DIR [--feature-set X] [--cluster-profile P] [-o table|json]\n")
+		fmt.Fprintf(stderr, "Usage: manager manifests --manifests-dir DIR [--feature-gate FILE | --feature-set X,Y] [--release-version V]\n"+
+			"         [--cluster-profile P] [--capabilities A,B | --cluster-version FILE] [--exclude-identifier ID] [-o table|json]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *dir == "" {
-		fmt.Fprintln(stderr, "manifests: --manifests-dir is required")
-		return 2
-	}
-	var sets []string
-	if *featureSet != "" {
-		sets = strings.Split(*featureSet, ",")
-	}
-	ms, loadErrs := manifest.Load(*dir)
-	if err := manifest.WriteReport(stdout, ms, loadErrs, sets, *profile, *output); err != nil {
+	fail := func(err error) int {
 		fmt.Fprintln(stderr, "manifests:", err)
 		return 2
 	}
-	if len(loadErrs) > 0 {
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *dir == "" {
+		return fail(errors.New("--manifests-dir is required"))
+	}
+	if *featureGate != "" && *featureSet != "" {
+		return fail(errors.New("--feature-set and --feature-gate exclude each other: the FeatureGate names its feature set"))
+	}
+	if *capabilities != "" && *clusterVersion != "" {
+		return fail(errors.New("--capabilities and --cluster-version exclude each other: the ClusterVersion has its capabilities"))
+	}
+
+	report := manifest.Report{Cluster: manifest.Cluster{Profile: *profile, ExcludeIdentifier: *excludeID}}
+	if *featureSet != "" {
+		report.FeatureSets = strings.Split(*featureSet, ",")
+	}
+	if *releaseVersion != "" {
+		major, err := majorVersion(*releaseVersion)
+		if err != nil {
+			return fail(err)
+		}
+		report.Cluster.MajorVersion = &major
+	}
+	if *featureGate != "" {
+		f, err := readFeatureGateFile(*featureGate, *releaseVersion, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		report.Cluster.Features = f
+	}
+	capabilitiesSet := false
+	fs.Visit(func(f *flag.Flag) { capabilitiesSet = capabilitiesSet || f.Name == "capabilities" })
+	if capabilitiesSet {
+		c, err := parseCapabilities(*capabilities)
+		if err != nil {
+			return fail(err)
+		}
+		report.Cluster.Capabilities = c
+	}
+	if *clusterVersion != "" {
+		c, overrides, err := readClusterVersionFile(*clusterVersion)
+		if err != nil {
+			return fail(err)
+		}
+		if c == nil {
+			fmt.Fprintf(stderr, "manifests: %s has no status.capabilities.knownCapabilities: capability filter off\n", *clusterVersion)
+		}
+		report.Cluster.Capabilities = c
+		report.Cluster.Overrides = overrides
+	}
+
+	report.Manifests, report.LoadErrors = manifest.Load(*dir)
+	if err := manifest.WriteReport(stdout, report, *output); err != nil {
+		return fail(err)
+	}
+	if manifest.HasErrors(report) {
 		return 1
 	}
 	return 0
+}
+
+// majorVersion is the major version of a release version: 4 for "4.22.0".
+func majorVersion(version string) (uint64, error) {
+	first, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	major, err := strconv.ParseUint(first, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("--release-version %q: major version %q is not a number", version, first)
+	}
+	return major, nil
+}
+
+// readObjectFile decodes a YAML or JSON file strictly into obj and checks
+// its kind, so that a misspelt field or the wrong file is an error naming it.
+func readObjectFile(path, kind string, obj interface{}) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if meta.Kind != kind || meta.APIVersion != configv1.GroupVersion.String() {
+		return fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", path, meta.APIVersion, meta.Kind, configv1.GroupVersion, kind)
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// readFeatureGateFile reads the features of a FeatureGate file for version.
+// A payload's FeatureGate files are templates whose one status entry has an
+// empty version (filled in when the release is built): without an entry for
+// version, such an entry is used, and a note says so.
+func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Features, error) {
+	fg := &configv1.FeatureGate{}
+	if err := readObjectFile(path, "FeatureGate", fg); err != nil {
+		return nil, fmt.Errorf("--feature-gate %w", err)
+	}
+	f, err := manifest.FeaturesFromFeatureGate(fg, version)
+	if err != nil && version != "" {
+		if i := slices.IndexFunc(fg.Status.FeatureGates, func(d configv1.FeatureGateDetails) bool { return d.Version == "" }); i >= 0 {
+			template := fg.DeepCopy()
+			template.Status.FeatureGates = template.Status.FeatureGates[i : i+1]
+			if f, err = manifest.FeaturesFromFeatureGate(template, ""); err == nil {
+				fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, version)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--feature-gate %s: %w", path, err)
+	}
+	if name := f.FeatureSetName(); !slices.Contains(manifest.KnownFeatureSets(), name) {
+		return nil, fmt.Errorf("--feature-gate %s: spec.featureSet %q is not a known feature set (known: %s)", path, name, strings.Join(manifest.KnownFeatureSets(), ", "))
+	}
+	return f, nil
+}
+
+// readClusterVersionFile returns the capabilities of a ClusterVersion file
+// (nil when its status knows none) and its overrides.
+func readClusterVersionFile(path string) (*manifest.Capabilities, []configv1.ComponentOverride, error) {
+	cv := &configv1.ClusterVersion{}
+	if err := readObjectFile(path, "ClusterVersion", cv); err != nil {
+		return nil, nil, fmt.Errorf("--cluster-version %w", err)
+	}
+	for i, o := range cv.Spec.Overrides {
+		if o.Kind == "" || o.Name == "" {
+			return nil, nil, fmt.Errorf("--cluster-version %s: spec.overrides[%d] needs kind and name", path, i)
+		}
+	}
+	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
+		return nil, cv.Spec.Overrides, nil
+	}
+	return manifest.CapabilitiesFromStatus(cv.Status.Capabilities), cv.Spec.Overrides, nil
+}
+
+// parseCapabilities takes a list of enabled capabilities; the known ones are
+// openshift/api's, and an unknown name is an error rather than a silent
+// exclusion.
+func parseCapabilities(list string) (*manifest.Capabilities, error) {
+	known := manifest.KnownCapabilities()
+	c := &manifest.Capabilities{Known: known, Enabled: []configv1.ClusterVersionCapability{}}
+	if strings.TrimSpace(list) == "" { // --capabilities= : none enabled
+		return c, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		capability := configv1.ClusterVersionCapability(strings.TrimSpace(name))
+		if !slices.Contains(known, capability) {
+			var names []string
+			for _, k := range known {
+				names = append(names, string(k))
+			}
+			return nil, fmt.Errorf("--capabilities: unknown capability %q (known: %s)", capability, strings.Join(names, ", "))
+		}
+		c.Enabled = append(c.Enabled, capability)
+	}
+	return c, nil
 }

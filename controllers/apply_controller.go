@@ -131,11 +131,11 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	}
 	var included []manifest.Manifest
 	for _, m := range ms {
-		d := manifest.Include(m.Object, snap, a.Profile)
+		d := manifest.Include(m.Object, manifest.Cluster{Features: snap, Profile: a.Profile})
 		switch {
 		case d.Included:
 			included = append(included, m)
-		case d.Skipped:
+		case d.Delete: // not deleted yet: counted as skipped
 			run.Skipped++
 		default:
 			run.Excluded++

@@ -223,10 +223,18 @@ func OpenShiftCRDs() ([]string, error) {
 		return nil, err
 	}
 	dir := filepath.Join(api, "config", "v1", "zz_generated.crd-manifests")
-	return []string{
+	files := []string{
 		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
 		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
-	}, nil
+	}
+	// A renamed file in a newer openshift/api should fail here, by name,
+	// rather than as a kind the test API server does not serve.
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("openshift/api CRD: %w", err)
+		}
+	}
+	return files, nil
 }
 
 // OpenShiftAPIDir is the module directory of the pinned

@@ -77,3 +77,15 @@ func TestControlPlaneRestartAndSecondAPIServer(t *testing.T) {
 		return fg.Spec.FeatureSet, err
 	}).WithTimeout(30 * time.Second).Should(Equal(configv1.TechPreviewNoUpgrade))
 }
+
+// The CRD files are found in the pinned module without an API server, so an
+// openshift/api bump that renames them fails here first.
+func TestOpenShiftCRDsExist(t *testing.T) {
+	files, err := OpenShiftCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate and ClusterOperator CRDs", files)
+	}
+}

@@ -39,7 +39,7 @@ func ExampleGuard_Enabled() {
 	var guard *featuregate.Guard // from NewGuard
 	var mgr ctrl.Manager
 	_ = mgr.Add(guard.AfterSnapshot(manager.RunnableFunc(func(ctx context.Context) error {
-		if guard.Enabled(features.FeatureGateGatewayAPI) {
+		if guard.Enabled(features.FeatureGateExample) {
 			// ... act on the snapshot, checking guard.Current(ctx) first
 		}
 		<-ctx.Done()

@@ -1,21 +1,27 @@
 package manifest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Features is what inclusion needs to know of the cluster's feature configuration.
 type Features interface {
 	// FeatureSetName is the feature set, with the empty set spelled "Default".
 	FeatureSetName() string
-	// Enabled reports whether a gate is enabled for our version; unknown gates are not enabled.
+	// Enabled reports whether a gate is enabled for our version; unknown
+	// gates are not enabled. The typed name lets the constants of
+	// github.com/openshift/api/features be passed as they are.
 	Enabled(gate configv1.FeatureGateName) bool
 }
 
-// Feature set names as they are spelled in manifest annotations. The API's
-// empty feature set is spelled "Default" here, as in library-go.
+// Feature set names as they are spelled in manifest annotations, as
+// constants (openshift/api declares them as variables). The API's empty
+// feature set is spelled "Default" here, as in library-go.
 const (
 	Default              = "Default"
 	TechPreviewNoUpgrade = "TechPreviewNoUpgrade"
@@ -24,8 +30,20 @@ const (
 	OKD                  = "OKD"
 )
 
-// knownFeatureSets is in the order reports show them.
-var knownFeatureSets = []string{Default, TechPreviewNoUpgrade, DevPreviewNoUpgrade, CustomNoUpgrade, OKD}
+// knownFeatureSets are the feature sets of the pinned openshift/api (every
+// fixed one, then CustomNoUpgrade, which has no fixed gate list), in the
+// order reports show them. library-go derives the same set from the same
+// module, so a feature set added there is known here with the next bump.
+var knownFeatureSets = func() []string {
+	var names []string
+	for _, s := range configv1.AllFixedFeatureSets {
+		names = append(names, normalizeFeatureSet(string(s)))
+	}
+	if !slices.Contains(names, CustomNoUpgrade) {
+		names = append(names, CustomNoUpgrade)
+	}
+	return names
+}()
 
 // KnownFeatureSets returns the feature set names annotations may use, in
 // report order. The caller may modify the returned slice.
@@ -41,13 +59,55 @@ func isKnownFeatureSet(name string) bool {
 // enabled. It serves offline evaluation (no cluster to ask about gates) and
 // tests. The empty name means Default.
 func FeatureSetOnly(name string) Features {
-	return featureSetOnly(normalizeFeatureSet(name))
+	return NewFeatures(name)
 }
 
-type featureSetOnly string
+// NewFeatures returns Features with feature set featureSet (empty: Default)
+// and exactly the gates enabled listed.
+func NewFeatures(featureSet string, enabled ...configv1.FeatureGateName) Features {
+	return staticFeatures{set: normalizeFeatureSet(featureSet), enabled: sets.New(enabled...)}
+}
 
-func (f featureSetOnly) FeatureSetName() string              { return string(f) }
-func (featureSetOnly) Enabled(configv1.FeatureGateName) bool { return false }
+// FeaturesFromFeatureGate reads a FeatureGate as the cluster-version-operator
+// does: its spec.featureSet and the enabled gates of its status entry for
+// version, or of its first entry when version is empty (payload FeatureGate
+// files carry one entry). A FeatureGate without the entry is an error: its
+// gates would be a guess.
+func FeaturesFromFeatureGate(fg *configv1.FeatureGate, version string) (Features, error) {
+	if fg == nil {
+		return nil, errors.New("no FeatureGate")
+	}
+	entries := fg.Status.FeatureGates
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("FeatureGate %q has no status.featureGates entry", fg.Name)
+	}
+	i := 0
+	if version != "" {
+		i = slices.IndexFunc(entries, func(d configv1.FeatureGateDetails) bool { return d.Version == version })
+		if i < 0 {
+			var have []string
+			for _, d := range entries {
+				have = append(have, fmt.Sprintf("%q", d.Version))
+			}
+			return nil, fmt.Errorf("FeatureGate %q has no status.featureGates entry for version %q (it has %v)", fg.Name, version, have)
+		}
+	}
+	var gates []configv1.FeatureGateName
+	for _, a := range entries[i].Enabled {
+		gates = append(gates, a.Name)
+	}
+	return NewFeatures(string(fg.Spec.FeatureSet), gates...), nil
+}
+
+type staticFeatures struct {
+	set     string
+	enabled sets.Set[configv1.FeatureGateName]
+}
+
+func (f staticFeatures) FeatureSetName() string { return f.set }
+func (f staticFeatures) Enabled(gate configv1.FeatureGateName) bool {
+	return f.enabled.Has(gate)
+}
 
 // normalizeFeatureSet spells the API's empty feature set the way annotations do.
 func normalizeFeatureSet(name string) string {

@@ -39,16 +39,17 @@ func FuzzInclude(f *testing.F) {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{}}
 		obj.SetAnnotations(annotations)
 		features := fakeFeatures{set: clusterSet, gates: strings.Split(enabled, ",")}
-		d := Include(obj, features, profile)
+		c := Cluster{Features: features, Profile: profile}
+		d := Include(obj, c)
 		checkDecision(t, d)
-		if d.Skipped && annotations[DeleteAnnotation] != "true" {
-			t.Errorf("skipped without %s: %v", DeleteAnnotation, d)
+		if d.Delete && annotations[DeleteAnnotation] != "true" {
+			t.Errorf("delete without %s: %v", DeleteAnnotation, d)
 		}
 		if profile != "" && d.Included && annotations[ProfileAnnotationPrefix+profile] != "true" {
 			t.Errorf("included outside profile %q: %v", profile, d)
 		}
 		// A pure function: the same input decides the same way.
-		if again := Include(obj, features, profile); again != d {
+		if again := Include(obj, c); again != d {
 			t.Errorf("Include is not deterministic: %v then %v", d, again)
 		}
 	})
@@ -97,7 +98,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			last = m.Index
 			_ = m.Object.DeepCopy() // panics on values Unstructured cannot hold
-			checkDecision(t, Include(m.Object, FeatureSetOnly(TechPreviewNoUpgrade), ""))
+			checkDecision(t, Include(m.Object, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)}))
 		}
 		for _, err := range errs {
 			var le *LoadError

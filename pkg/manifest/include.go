@@ -2,49 +2,111 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// Annotations that decide inclusion, as in openshift/library-go pkg/manifest.
+// Annotations that decide inclusion, as in openshift/library-go pkg/manifest
+// and the cluster-version-operator.
 const (
+	// ExcludeAnnotationPrefix followed by an identifier, set to "true",
+	// excludes a manifest from clusters with that exclude identifier.
+	ExcludeAnnotationPrefix = "exclude.release.openshift.io/"
 	// FeatureSetAnnotation lists the feature sets a manifest applies in,
 	// comma separated, e.g. "Default,TechPreviewNoUpgrade".
 	FeatureSetAnnotation = "release.openshift.io/feature-set"
-	// FeatureGateAnnotation is either a list of feature set names (its
-	// meaning in 4.10 and 4.11 payloads) or a list of gates that must be
-	// enabled ("GateA") or not enabled ("-GateB").
+	// FeatureGateAnnotation lists gates that must be enabled ("GateA") or
+	// not enabled ("-GateB"). A value made only of feature set names is the
+	// 4.10/4.11 spelling of FeatureSetAnnotation and is read as such.
 	FeatureGateAnnotation = "release.openshift.io/feature-gate"
-	// DeleteAnnotation set to "true" asks for the object to be removed
-	// rather than applied.
-	DeleteAnnotation = "release.openshift.io/delete"
+	// MajorVersionAnnotation lists major versions a FeatureGate or
+	// CustomResourceDefinition applies in ("4") or does not ("-5").
+	MajorVersionAnnotation = "release.openshift.io/major-version"
 	// ProfileAnnotationPrefix followed by a cluster profile name, set to
 	// "true", includes a manifest in that profile.
 	ProfileAnnotationPrefix = "include.release.openshift.io/"
+	// CapabilityAnnotation lists, "+" separated, the capabilities that must
+	// all be enabled.
+	CapabilityAnnotation = "capability.openshift.io/name"
+	// DeleteAnnotation set to "true" asks for the object to be deleted
+	// rather than applied.
+	DeleteAnnotation = "release.openshift.io/delete"
+	// CreateOnlyAnnotation set to "true" asks for the object to be created
+	// when absent and never updated.
+	CreateOnlyAnnotation = "release.openshift.io/create-only"
 )
 
-// Decision is the outcome of Include. At most one of Included and Skipped
-// is true; when both are false the manifest is excluded.
+// Cluster is everything about a cluster that inclusion depends on. The zero
+// value is a Default cluster with no gate enabled and every other filter off.
+type Cluster struct {
+	// Features is the feature set and gates; nil is Default with no gate enabled.
+	Features Features
+	// Profile is the cluster profile; empty turns the profile filter off
+	// (library-go: a nil profile).
+	Profile string
+	// Capabilities are the ClusterVersion's status.capabilities; nil turns
+	// the capability filter off (no ClusterVersion, or none served).
+	Capabilities *Capabilities
+	// MajorVersion is the release's major version (4 for 4.22.0); nil turns
+	// the major-version filter off.
+	MajorVersion *uint64
+	// ExcludeIdentifier selects exclude.release.openshift.io/<identifier>;
+	// empty turns the filter off.
+	ExcludeIdentifier string
+	// Overrides are the ClusterVersion's spec.overrides; an unmanaged
+	// override excludes the manifest of its object.
+	Overrides []configv1.ComponentOverride
+}
+
+// Capabilities are a ClusterVersion's known and enabled capabilities.
+type Capabilities struct {
+	Known   []configv1.ClusterVersionCapability
+	Enabled []configv1.ClusterVersionCapability
+}
+
+// CapabilitiesFromStatus takes the capabilities of a ClusterVersion's status.
+func CapabilitiesFromStatus(s configv1.ClusterVersionCapabilitiesStatus) *Capabilities {
+	return &Capabilities{Known: slices.Clone(s.KnownCapabilities), Enabled: slices.Clone(s.EnabledCapabilities)}
+}
+
+// KnownCapabilities are the capabilities the pinned openshift/api knows, for
+// callers that have a list of enabled capabilities but no ClusterVersion.
+// The caller may modify the returned slice.
+func KnownCapabilities() []configv1.ClusterVersionCapability {
+	return slices.Clone(configv1.KnownClusterVersionCapabilities)
+}
+
+// Decision is the outcome of Include. At most one of Included and Delete is
+// true; when both are false the manifest is excluded.
 type Decision struct {
 	// Included means the manifest should be applied.
 	Included bool
-	// Skipped means the manifest asks for deletion; it is not applied
-	// (and this package does not delete anything).
-	Skipped bool
-	// Reason names the annotation and value that decided, for people.
+	// Delete means the manifest passes every inclusion rule and is
+	// annotated release.openshift.io/delete: "true": its object is to be
+	// deleted, not applied.
+	Delete bool
+	// CreateOnly, only with Included, means the manifest is annotated
+	// release.openshift.io/create-only: "true": its object is to be created
+	// when absent and then left alone.
+	CreateOnly bool
+	// Reason names the annotations and values that decided, for people.
 	Reason string
 }
 
-// State is "included", "skipped" or "excluded".
+// State is "included", "create-only", "delete" or "excluded".
 func (d Decision) State() string {
 	switch {
+	case d.Included && d.CreateOnly:
+		return "create-only"
 	case d.Included:
 		return "included"
-	case d.Skipped:
-		return "skipped"
+	case d.Delete:
+		return "delete"
 	default:
 		return "excluded"
 	}
@@ -52,72 +114,63 @@ func (d Decision) State() string {
 
 func (d Decision) String() string { return d.State() + ": " + d.Reason }
 
-// Include decides whether obj applies to a cluster with features f in
-// cluster profile profile (empty: profile annotations are ignored). A nil
-// obj has no annotations; a nil f is the Default feature set with no gate
-// enabled.
+// Include decides what becomes of obj on cluster c. A nil obj has no
+// annotations and no kind.
 //
-// Checks run in this order and the first that excludes decides:
+// The rules are openshift/library-go's Manifest.Include (what the
+// cluster-version-operator runs), in its order; the first that excludes
+// decides:
 //
-//  1. Profile: with a profile P, only manifests annotated
-//     include.release.openshift.io/P: "true" are included.
-//  2. Delete: release.openshift.io/delete: "true" is skipped, whatever its
-//     feature annotations say.
-//  3. Feature annotations, below.
+//  1. exclude.release.openshift.io/<c.ExcludeIdentifier>: "true" excludes.
+//  2. release.openshift.io/feature-set and release.openshift.io/feature-gate
+//     together exclude, whatever their values.
+//  3. feature-set: the cluster's feature set must be one of its
+//     comma-separated names, taken as written (no trimming); a name that is
+//     not a known feature set excludes.
+//  4. feature-gate: each comma-separated item, trimmed, empty ones ignored,
+//     is a gate that must be enabled, or with a leading "-" must not be.
+//  5. release.openshift.io/major-version, with c.MajorVersion: a list such
+//     as "4,-5" of versions that include and exclude; only FeatureGate and
+//     CustomResourceDefinition objects may carry it.
+//  6. With c.Profile: include.release.openshift.io/<profile> must be "true".
+//  7. With c.Capabilities: every "+"-separated name of
+//     capability.openshift.io/name must be known, then enabled.
+//  8. An unmanaged entry of c.Overrides for the object excludes it.
 //
-// release.openshift.io/feature-set requires the cluster's feature set to be
-// one of its comma-separated names; an empty or unknown name excludes.
-// release.openshift.io/feature-gate made only of feature set names is the
-// 4.10/4.11 spelling of feature-set and is read as such; having it and
-// feature-set together is ambiguous and excludes. Any other feature-gate
-// value is a list of gates: "Gate" must be enabled and "-Gate" must not be;
-// with feature-set, both annotations must hold. Without either annotation a
-// manifest applies in every feature set.
+// A manifest passing them all is included, unless release.openshift.io/delete
+// is "true": then the decision is Delete. release.openshift.io/create-only:
+// "true" sets CreateOnly.
 //
-// This follows openshift/library-go's Manifest.Include, except that the old
-// feature-set-valued feature-gate annotation is understood: reading
-// "TechPreviewNoUpgrade" as a gate name excluded such manifests everywhere.
-func Include(obj *unstructured.Unstructured, f Features, profile string) Decision {
+// Differences from library-go, on purpose: a feature-gate value made only
+// of known feature set names (e.g. "TechPreviewNoUpgrade", the 4.10 spelling)
+// is checked as a feature-set list at step 4, where library-go requires a
+// gate of that name and so excludes such manifests everywhere; and a
+// manifest with no annotations at all is not excluded for that alone
+// (library-go excludes it, "no annotations"; with a profile step 6 excludes
+// it anyway).
+func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 	var annotations map[string]string
 	if obj != nil {
 		annotations = obj.GetAnnotations()
 	}
-	return includeAnnotations(annotations, f, profile)
-}
-
-func includeAnnotations(annotations map[string]string, f Features, profile string) Decision {
-	if f == nil {
-		f = FeatureSetOnly(Default)
+	features := c.Features
+	if features == nil {
+		features = FeatureSetOnly(Default)
 	}
+	set := normalizeFeatureSet(features.FeatureSetName())
 	var reasons []string
 
-	if profile != "" {
-		key := ProfileAnnotationPrefix + profile
-		v, ok := annotations[key]
-		switch {
-		case !ok:
-			return excluded("%s is not set (cluster profile %q)", key, profile)
-		case v != "true":
-			return excluded("%s: %q is not \"true\"", key, v)
+	if c.ExcludeIdentifier != "" {
+		key := ExcludeAnnotationPrefix + c.ExcludeIdentifier
+		if v := annotations[key]; v == "true" {
+			return excluded("%s: %q excludes it (exclude identifier %q)", key, v, c.ExcludeIdentifier)
 		}
-		reasons = append(reasons, fmt.Sprintf("%s: %q", key, v))
 	}
 
-	if v := annotations[DeleteAnnotation]; v == "true" {
-		return Decision{Skipped: true, Reason: fmt.Sprintf("%s: %q", DeleteAnnotation, v)}
-	}
-
-	set := normalizeFeatureSet(f.FeatureSetName())
 	fsValue, hasFS := annotations[FeatureSetAnnotation]
 	fgValue, hasFG := annotations[FeatureGateAnnotation]
-	fgItems := splitList(fgValue)
-	fgIsSets := hasFG && len(fgItems) > 0 && allKnownFeatureSets(fgItems)
-
-	if hasFG && len(fgItems) == 0 {
-		return excluded("%s: %q names no feature gate or feature set", FeatureGateAnnotation, fgValue)
-	}
-	if hasFS && fgIsSets {
-		return excluded("%s: %q and %s: %q both name feature sets; use either, not both",
+	if hasFS && hasFG {
+		return excluded("%s: %q and %s: %q are both set; a manifest may have either a feature set or a feature gate, but not both",
 			FeatureSetAnnotation, fsValue, FeatureGateAnnotation, fgValue)
 	}
 	if hasFS {
@@ -132,10 +185,11 @@ func includeAnnotations(annotations map[string]string, f Features, profile strin
 			r  string
 			ok bool
 		)
-		if fgIsSets {
+		if isOldFeatureSetSpelling(fgValue) {
 			r, ok = checkFeatureSets(FeatureGateAnnotation, fgValue, set)
+			r += " (4.10 spelling of " + FeatureSetAnnotation + ")"
 		} else {
-			r, ok = checkFeatureGates(fgValue, fgItems, f)
+			r, ok = checkFeatureGates(fgValue, features)
 		}
 		if !ok {
 			return excluded("%s", r)
@@ -145,7 +199,51 @@ func includeAnnotations(annotations map[string]string, f Features, profile strin
 	if !hasFS && !hasFG {
 		reasons = append(reasons, fmt.Sprintf("no %s or %s annotation", FeatureSetAnnotation, FeatureGateAnnotation))
 	}
-	return Decision{Included: true, Reason: strings.Join(reasons, "; ")}
+
+	if v, ok := annotations[MajorVersionAnnotation]; ok && c.MajorVersion != nil {
+		r, ok := checkMajorVersion(obj, v, *c.MajorVersion)
+		if !ok {
+			return excluded("%s", r)
+		}
+		reasons = append(reasons, r)
+	}
+
+	if c.Profile != "" {
+		key := ProfileAnnotationPrefix + c.Profile
+		v, ok := annotations[key]
+		switch {
+		case !ok:
+			return excluded("%s is not set (cluster profile %q)", key, c.Profile)
+		case v != "true":
+			return excluded("%s: %q is not \"true\"", key, v)
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %q", key, v))
+	}
+
+	if c.Capabilities != nil {
+		r, ok := checkCapabilities(annotations, c.Capabilities)
+		if !ok {
+			return excluded("%s", r)
+		}
+		if r != "" {
+			reasons = append(reasons, r)
+		}
+	}
+
+	if o := overrideFor(obj, c.Overrides); o != nil && o.Unmanaged {
+		return excluded("ClusterVersion spec.overrides marks %s unmanaged", IDOf(obj))
+	}
+
+	if v := annotations[DeleteAnnotation]; v == "true" {
+		return Decision{Delete: true, Reason: strings.Join(append(reasons, fmt.Sprintf("%s: %q", DeleteAnnotation, v)), "; ")}
+	}
+	d := Decision{Included: true}
+	if v := annotations[CreateOnlyAnnotation]; v == "true" {
+		d.CreateOnly = true
+		reasons = append(reasons, fmt.Sprintf("%s: %q", CreateOnlyAnnotation, v))
+	}
+	d.Reason = strings.Join(reasons, "; ")
+	return d
 }
 
 func excluded(format string, args ...interface{}) Decision {
@@ -153,60 +251,178 @@ func excluded(format string, args ...interface{}) Decision {
 }
 
 // checkFeatureSets reports whether set is listed in the value of annotation
-// key, and why.
+// key, and why. Items are not trimmed, as in library-go: " Default" is not
+// a feature set.
 func checkFeatureSets(key, value, set string) (string, bool) {
-	items := splitList(value)
-	if len(items) == 0 {
-		return fmt.Sprintf("%s: %q names no feature set", key, value), false
-	}
-	found := false
+	items := strings.Split(value, ",")
 	for _, item := range items {
 		if !isKnownFeatureSet(item) {
 			return fmt.Sprintf("unknown feature set %q in %s: %q (known: %s)",
 				item, key, value, strings.Join(knownFeatureSets, ", ")), false
 		}
-		found = found || item == set
 	}
-	if !found {
+	if !slices.Contains(items, set) {
 		return fmt.Sprintf("%s: %q does not include feature set %s", key, value, set), false
 	}
 	return fmt.Sprintf("%s: %q includes feature set %s", key, value, set), true
 }
 
-// checkFeatureGates reports whether every requirement of the gate list holds.
-func checkFeatureGates(value string, items []string, f Features) (string, bool) {
-	for _, item := range items {
+// isOldFeatureSetSpelling reports whether a feature-gate value is made only
+// of known feature set names, as written: the 4.10/4.11 payloads used the
+// annotation so ("TechPreviewNoUpgrade"), and no gate is named after a
+// feature set.
+func isOldFeatureSetSpelling(value string) bool {
+	for _, item := range strings.Split(value, ",") {
+		if !isKnownFeatureSet(item) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkFeatureGates reports whether every requirement of the gate list
+// holds. Items are trimmed and empty ones ignored, as in library-go, so ""
+// requires nothing.
+func checkFeatureGates(value string, f Features) (string, bool) {
+	for _, item := range strings.Split(value, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
 		gate, negated := strings.CutPrefix(item, "-")
-		gate = strings.TrimSpace(gate)
+		enabled := f.Enabled(configv1.FeatureGateName(gate))
 		switch {
-		case gate == "":
-			return fmt.Sprintf("%s: %q has an empty gate name in %q", FeatureGateAnnotation, value, item), false
-		case negated && f.Enabled(configv1.FeatureGateName(gate)):
+		case negated && enabled:
 			return fmt.Sprintf("feature gate %s is enabled and %s: %q requires it not enabled", gate, FeatureGateAnnotation, value), false
-		case !negated && !f.Enabled(configv1.FeatureGateName(gate)):
+		case !negated && !enabled:
 			return fmt.Sprintf("feature gate %s is not enabled and %s: %q requires it", gate, FeatureGateAnnotation, value), false
 		}
 	}
 	return fmt.Sprintf("%s: %q is satisfied", FeatureGateAnnotation, value), true
 }
 
-// splitList splits a comma-separated annotation value, trimming spaces and
-// dropping empty items.
-func splitList(value string) []string {
-	var items []string
+// checkMajorVersion evaluates a major-version list for obj on a cluster of
+// major version major.
+func checkMajorVersion(obj *unstructured.Unstructured, value string, major uint64) (string, bool) {
+	key := MajorVersionAnnotation
+	var group, kind string
+	if obj != nil {
+		gvk := obj.GroupVersionKind()
+		group, kind = gvk.Group, gvk.Kind
+	}
+	isFeatureGate := group == "config.openshift.io" && kind == "FeatureGate"
+	isCRD := group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition"
+	if !isFeatureGate && !isCRD {
+		return fmt.Sprintf("%s: %q is only allowed on FeatureGate and CustomResourceDefinition objects, not %s", key, value, kindOf(group, kind)), false
+	}
+	include, exclude := sets.New[uint64](), sets.New[uint64]()
 	for _, item := range strings.Split(value, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			items = append(items, item)
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		digits, negated := strings.CutPrefix(item, "-")
+		v, err := strconv.ParseUint(digits, 10, 64)
+		if err != nil {
+			return fmt.Sprintf("%s: %q has an invalid version %q", key, value, digits), false
+		}
+		if negated {
+			exclude.Insert(v)
+		} else {
+			include.Insert(v)
 		}
 	}
-	return items
+	switch both := include.Intersection(exclude); {
+	case both.Len() > 0:
+		return fmt.Sprintf("%s: %q both includes and excludes %v", key, value, sets.List(both)), false
+	case include.Has(major):
+		return fmt.Sprintf("%s: %q includes major version %d", key, value, major), true
+	case exclude.Has(major):
+		return fmt.Sprintf("%s: %q excludes major version %d", key, value, major), false
+	case include.Len() > 0:
+		return fmt.Sprintf("%s: %q does not include major version %d", key, value, major), false
+	default:
+		return fmt.Sprintf("%s: %q does not exclude major version %d", key, value, major), true
+	}
 }
 
-func allKnownFeatureSets(items []string) bool {
-	for _, item := range items {
-		if !isKnownFeatureSet(item) {
-			return false
+func kindOf(group, kind string) string {
+	if kind == "" {
+		return "an object without kind"
+	}
+	if group == "" {
+		return kind
+	}
+	return kind + "." + group
+}
+
+// checkCapabilities requires every capability the manifest names to be
+// known and enabled; unknown names are reported before disabled ones. A
+// manifest naming none passes with no reason.
+func checkCapabilities(annotations map[string]string, c *Capabilities) (string, bool) {
+	value := annotations[CapabilityAnnotation]
+	if value == "" {
+		return "", true
+	}
+	var unknown, disabled []string
+	for _, name := range strings.Split(value, "+") {
+		capability := configv1.ClusterVersionCapability(name)
+		switch {
+		case !slices.Contains(c.Known, capability):
+			unknown = append(unknown, strconv.Quote(name))
+		case !slices.Contains(c.Enabled, capability):
+			disabled = append(disabled, name)
 		}
 	}
-	return true
+	switch {
+	case len(unknown) > 0:
+		return fmt.Sprintf("%s: %q names unknown capabilities %s", CapabilityAnnotation, value, strings.Join(unknown, ", ")), false
+	case len(disabled) > 0:
+		return fmt.Sprintf("%s: %q needs capabilities that are not enabled: %s", CapabilityAnnotation, value, strings.Join(disabled, ", ")), false
+	default:
+		return fmt.Sprintf("%s: %q is enabled", CapabilityAnnotation, value), true
+	}
+}
+
+// overrideFor returns the first override naming obj's object. The
+// override's namespace does not matter for a cluster-scoped object (one
+// without namespace), as in the cluster-version-operator.
+func overrideFor(obj *unstructured.Unstructured, overrides []configv1.ComponentOverride) *configv1.ComponentOverride {
+	if obj == nil {
+		return nil
+	}
+	id := IDOf(obj)
+	for i := range overrides {
+		o := &overrides[i]
+		ns := o.Namespace
+		if id.Namespace == "" {
+			ns = ""
+		}
+		if (ObjectID{Group: o.Group, Kind: o.Kind, Namespace: ns, Name: o.Name}) == id {
+			return o
+		}
+	}
+	return nil
+}
+
+// ObjectID identifies an object of a payload the way the
+// cluster-version-operator does: the version of its apiVersion does not
+// matter.
+type ObjectID struct {
+	Group, Kind, Namespace, Name string
+}
+
+// IDOf is the ObjectID of obj.
+func IDOf(obj *unstructured.Unstructured) ObjectID {
+	gvk := obj.GroupVersionKind()
+	return ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// String is e.g. "ConfigMap default/x" or "CustomResourceDefinition.apiextensions.k8s.io x".
+func (id ObjectID) String() string {
+	name := id.Name
+	if id.Namespace != "" {
+		name = id.Namespace + "/" + name
+	}
+	return kindOf(id.Group, id.Kind) + " " + name
 }

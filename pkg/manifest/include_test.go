@@ -1,11 +1,14 @@
 package manifest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/openshift/api/features"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 )
 
 // fakeFeatures is a feature set with some gates enabled.
@@ -16,101 +19,187 @@ type fakeFeatures struct {
 
 func (f fakeFeatures) FeatureSetName() string { return f.set }
 func (f fakeFeatures) Enabled(gate configv1.FeatureGateName) bool {
-	for _, g := range f.gates {
-		if configv1.FeatureGateName(g) == gate {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(f.gates, string(gate))
 }
 
 const (
 	fs   = FeatureSetAnnotation
 	fg   = FeatureGateAnnotation
+	mv   = MajorVersionAnnotation
+	capa = CapabilityAnnotation
 	del  = DeleteAnnotation
+	co   = CreateOnlyAnnotation
 	sno  = "single-node-developer"
 	ha   = "self-managed-high-availability"
 	haOn = ProfileAnnotationPrefix + ha
+	exID = "hypershift"
+	exOn = ExcludeAnnotationPrefix + exID
 )
+
+// object is a ConfigMap (or, with kind "Group/Kind", another kind) with annotations.
+func object(kind string, annotations map[string]string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	switch kind {
+	case "", "ConfigMap":
+		obj.SetAPIVersion("v1")
+		obj.SetKind("ConfigMap")
+		obj.SetNamespace("ns")
+	case "CRD":
+		obj.SetAPIVersion("apiextensions.k8s.io/v1")
+		obj.SetKind("CustomResourceDefinition")
+	case "FeatureGate":
+		obj.SetAPIVersion("config.openshift.io/v1")
+		obj.SetKind("FeatureGate")
+	case "Namespace":
+		obj.SetAPIVersion("v1")
+		obj.SetKind("Namespace")
+	default:
+		panic(kind)
+	}
+	obj.SetName("x")
+	if annotations != nil {
+		obj.SetAnnotations(annotations)
+	}
+	return obj
+}
 
 func TestInclude(t *testing.T) {
 	var (
 		def  = FeatureSetOnly(Default)
 		tp   = FeatureSetOnly(TechPreviewNoUpgrade)
 		gate = fakeFeatures{set: Default, gates: []string{"GateA"}}
+		caps = &Capabilities{
+			Known:   []configv1.ClusterVersionCapability{"Console", "Insights", "Build"},
+			Enabled: []configv1.ClusterVersionCapability{"Console"},
+		}
+		four = ptr.To[uint64](4)
 	)
+	cluster := func(f Features) Cluster { return Cluster{Features: f} }
+	inHA := func(c Cluster) Cluster { c.Profile = ha; return c }
 	tests := []struct {
 		name        string
+		kind        string
 		annotations map[string]string
-		features    Features
-		profile     string
-		want        string // included, excluded or skipped
+		cluster     Cluster
+		want        string // included, create-only, delete or excluded
 		reason      []string
 	}{
 		// No feature annotation.
-		{"no annotations default", nil, def, "", "included", []string{"no " + fs}},
-		{"no annotations tech preview", nil, tp, "", "included", []string{"no " + fs}},
-		{"nil features is Default", map[string]string{fs: "Default"}, nil, "", "included", nil},
+		{"no feature annotations default", "", map[string]string{"a": "b"}, cluster(def), "included", []string{"no " + fs}},
+		{"no feature annotations tech preview", "", map[string]string{"a": "b"}, cluster(tp), "included", []string{"no " + fs}},
+		{"nil features is Default", "", map[string]string{fs: "Default"}, Cluster{}, "included", nil},
+		// Differs from library-go ("no annotations"), on purpose: no annotations and no profile is included.
+		{"no annotations at all, no profile", "", nil, cluster(def), "included", []string{"no " + fs}},
+		{"no annotations at all, profile", "", nil, inHA(cluster(def)), "excluded", []string{haOn, "not set"}},
 
-		// feature-set.
-		{"default only on default", map[string]string{fs: "Default"}, def, "", "included", []string{fs, `"Default"`}},
-		{"default only on tech preview", map[string]string{fs: "Default"}, tp, "", "excluded", []string{fs, `"Default"`, "does not include", TechPreviewNoUpgrade}},
-		{"tech preview on tech preview", map[string]string{fs: "TechPreviewNoUpgrade"}, tp, "", "included", nil},
-		{"tech preview on default", map[string]string{fs: "TechPreviewNoUpgrade"}, def, "", "excluded", []string{"does not include feature set Default"}},
-		{"list with spaces", map[string]string{fs: " Default , TechPreviewNoUpgrade "}, tp, "", "included", nil},
-		{"list with empty items", map[string]string{fs: ",Default,,"}, def, "", "included", nil},
-		{"empty value", map[string]string{fs: ""}, def, "", "excluded", []string{fs, `""`, "names no feature set"}},
-		{"only commas", map[string]string{fs: " , "}, def, "", "excluded", []string{"names no feature set"}},
-		{"unknown set", map[string]string{fs: "TechPreview"}, tp, "", "excluded", []string{`unknown feature set "TechPreview" in ` + fs}},
-		{"unknown beside known", map[string]string{fs: "Default,Bogus"}, def, "", "excluded", []string{`"Bogus"`}},
-		{"case matters", map[string]string{fs: "techpreviewnoupgrade"}, tp, "", "excluded", []string{"unknown feature set"}},
-		{"empty API set is Default", map[string]string{fs: "Default"}, fakeFeatures{set: ""}, "", "included", nil},
-		{"OKD", map[string]string{fs: "OKD"}, FeatureSetOnly(OKD), "", "included", nil},
-		{"custom", map[string]string{fs: "CustomNoUpgrade,DevPreviewNoUpgrade"}, FeatureSetOnly(DevPreviewNoUpgrade), "", "included", nil},
+		// 1. Exclude identifier.
+		{"exclude identifier", "", map[string]string{exOn: "true"}, Cluster{ExcludeIdentifier: exID}, "excluded", []string{exOn, `"true"`, `exclude identifier "hypershift"`}},
+		{"exclude identifier not true", "", map[string]string{exOn: "True"}, Cluster{ExcludeIdentifier: exID}, "included", nil},
+		{"exclude other identifier", "", map[string]string{ExcludeAnnotationPrefix + "other": "true"}, Cluster{ExcludeIdentifier: exID}, "included", nil},
+		{"no exclude identifier", "", map[string]string{exOn: "true"}, Cluster{}, "included", nil},
+		{"exclude before both annotations", "", map[string]string{exOn: "true", fs: "Default", fg: "GateA"}, Cluster{ExcludeIdentifier: exID}, "excluded", []string{exOn}},
 
-		// feature-gate, old meaning (4.10/4.11): a feature set name.
-		{"seed: old gate on tech preview", map[string]string{fg: "TechPreviewNoUpgrade", haOn: "true"}, tp, ha, "included", []string{fg, `"TechPreviewNoUpgrade"`, "includes feature set TechPreviewNoUpgrade", haOn}},
-		{"seed: old gate on default", map[string]string{fg: "TechPreviewNoUpgrade"}, def, "", "excluded", []string{fg, "does not include feature set Default"}},
-		{"old gate list of sets", map[string]string{fg: "TechPreviewNoUpgrade, DevPreviewNoUpgrade"}, FeatureSetOnly(DevPreviewNoUpgrade), "", "included", nil},
-		{"old gate with feature-set", map[string]string{fs: "TechPreviewNoUpgrade", fg: "TechPreviewNoUpgrade"}, tp, "", "excluded", []string{fs, fg, "either, not both"}},
-		{"empty gate", map[string]string{fg: ""}, def, "", "excluded", []string{fg, `""`}},
+		// 2. Both feature annotations, whatever their values.
+		{"both hold", "", map[string]string{fs: "Default", fg: "GateA"}, cluster(gate), "excluded", []string{fs, fg, "either a feature set or a feature gate, but not both"}},
+		{"both old spelling", "", map[string]string{fs: "TechPreviewNoUpgrade", fg: "TechPreviewNoUpgrade"}, cluster(tp), "excluded", []string{"not both"}},
+		{"both, gate empty", "", map[string]string{fs: "Default", fg: ""}, cluster(def), "excluded", []string{"not both"}},
 
-		// feature-gate, current meaning: gate requirements.
-		{"gate enabled", map[string]string{fg: "GateA"}, gate, "", "included", []string{fg, `"GateA"`, "satisfied"}},
-		{"gate not enabled", map[string]string{fg: "GateB"}, gate, "", "excluded", []string{"feature gate GateB is not enabled", fg}},
-		{"negated gate enabled", map[string]string{fg: "-GateA"}, gate, "", "excluded", []string{"feature gate GateA is enabled", `"-GateA"`}},
-		{"negated gate not enabled", map[string]string{fg: "-GateB"}, gate, "", "included", nil},
-		{"gates ANDed", map[string]string{fg: "GateA, -GateB"}, gate, "", "included", nil},
-		{"gates ANDed one fails", map[string]string{fg: "GateA,GateB"}, gate, "", "excluded", []string{"GateB"}},
-		{"unknown gate not enabled", map[string]string{fg: "NoSuchGate"}, tp, "", "excluded", []string{"NoSuchGate is not enabled"}},
-		{"negated unknown gate", map[string]string{fg: "-NoSuchGate"}, tp, "", "included", nil},
-		{"bare minus", map[string]string{fg: "GateA,-"}, gate, "", "excluded", []string{"empty gate name"}},
-		{"set name mixed with gate is a gate list", map[string]string{fg: "TechPreviewNoUpgrade,GateA"}, fakeFeatures{set: TechPreviewNoUpgrade, gates: []string{"GateA"}}, "", "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
-		{"gate list and feature-set both hold", map[string]string{fs: "Default", fg: "GateA"}, gate, "", "included", []string{fs, fg}},
-		{"gate list and feature-set, set fails", map[string]string{fs: "TechPreviewNoUpgrade", fg: "GateA"}, gate, "", "excluded", []string{fs}},
-		{"gate list and feature-set, gate fails", map[string]string{fs: "Default", fg: "-GateA"}, gate, "", "excluded", []string{fg}},
+		// 3. feature-set.
+		{"default only on default", "", map[string]string{fs: "Default"}, cluster(def), "included", []string{fs, `"Default"`, "includes feature set Default"}},
+		{"default only on tech preview", "", map[string]string{fs: "Default"}, cluster(tp), "excluded", []string{fs, `"Default"`, "does not include", TechPreviewNoUpgrade}},
+		{"tech preview on tech preview", "", map[string]string{fs: "TechPreviewNoUpgrade"}, cluster(tp), "included", nil},
+		{"tech preview on default", "", map[string]string{fs: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{"does not include feature set Default"}},
+		{"list", "", map[string]string{fs: "Default,TechPreviewNoUpgrade"}, cluster(tp), "included", nil},
+		{"spaces are not trimmed", "", map[string]string{fs: "Default, TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{`unknown feature set " TechPreviewNoUpgrade"`}},
+		{"leading space", "", map[string]string{fs: " Default"}, cluster(def), "excluded", []string{`unknown feature set " Default"`}},
+		{"empty item", "", map[string]string{fs: "Default,"}, cluster(def), "excluded", []string{`unknown feature set ""`}},
+		{"empty value", "", map[string]string{fs: ""}, cluster(def), "excluded", []string{`unknown feature set "" in ` + fs + `: ""`}},
+		{"unknown set", "", map[string]string{fs: "TechPreview"}, cluster(tp), "excluded", []string{`unknown feature set "TechPreview" in ` + fs, "known: Default, TechPreviewNoUpgrade"}},
+		{"unknown beside the cluster's", "", map[string]string{fs: "Default,Bogus"}, cluster(def), "excluded", []string{`"Bogus"`}},
+		{"case matters", "", map[string]string{fs: "techpreviewnoupgrade"}, cluster(tp), "excluded", []string{"unknown feature set"}},
+		{"empty API set is Default", "", map[string]string{fs: "Default"}, cluster(fakeFeatures{set: ""}), "included", nil},
+		{"OKD", "", map[string]string{fs: "OKD"}, cluster(FeatureSetOnly(OKD)), "included", nil},
+		{"custom", "", map[string]string{fs: "CustomNoUpgrade,DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "included", nil},
 
-		// Profiles.
-		{"profile set and annotated", map[string]string{haOn: "true"}, def, ha, "included", []string{haOn}},
-		{"profile set, not annotated", map[string]string{}, def, ha, "excluded", []string{haOn, "not set"}},
-		{"profile set, other profile", map[string]string{ProfileAnnotationPrefix + sno: "true"}, def, ha, "excluded", []string{haOn}},
-		{"profile set, not exactly true", map[string]string{haOn: "True"}, def, ha, "excluded", []string{haOn, `"True"`}},
-		{"profile set, empty", map[string]string{haOn: ""}, def, ha, "excluded", []string{haOn}},
-		{"no profile ignores profile annotations", map[string]string{haOn: "false"}, def, "", "included", nil},
-		{"profile checked before feature set", map[string]string{fs: "Bogus"}, def, ha, "excluded", []string{haOn}},
+		// 4. feature-gate: a gate list.
+		{"gate enabled", "", map[string]string{fg: "GateA"}, cluster(gate), "included", []string{fg, `"GateA"`, "satisfied"}},
+		{"gate not enabled", "", map[string]string{fg: "GateB"}, cluster(gate), "excluded", []string{"feature gate GateB is not enabled", fg}},
+		{"negated gate enabled", "", map[string]string{fg: "-GateA"}, cluster(gate), "excluded", []string{"feature gate GateA is enabled", `"-GateA"`}},
+		{"negated gate not enabled", "", map[string]string{fg: "-GateB"}, cluster(gate), "included", nil},
+		{"gates ANDed", "", map[string]string{fg: "GateA,-GateB"}, cluster(gate), "included", nil},
+		{"gates ANDed one fails", "", map[string]string{fg: "GateA,GateB"}, cluster(gate), "excluded", []string{"GateB"}},
+		{"gate items are trimmed", "", map[string]string{fg: " GateA , -GateB "}, cluster(gate), "included", nil},
+		{"empty gate requires nothing", "", map[string]string{fg: ""}, cluster(def), "included", []string{fg, `""`, "satisfied"}},
+		{"only commas require nothing", "", map[string]string{fg: ",,"}, cluster(def), "included", nil},
+		{"bare minus requires nothing", "", map[string]string{fg: "GateA,-"}, cluster(gate), "included", nil},
+		{"unknown gate not enabled", "", map[string]string{fg: "NoSuchGate"}, cluster(tp), "excluded", []string{"NoSuchGate is not enabled"}},
+		{"negated unknown gate", "", map[string]string{fg: "-NoSuchGate"}, cluster(tp), "included", nil},
+		{"typed gate names", "", map[string]string{fg: string(features.FeatureGateClusterAPIMachineManagement)}, cluster(NewFeatures(TechPreviewNoUpgrade, features.FeatureGateClusterAPIMachineManagement)), "included", nil},
 
-		// Delete.
-		{"delete", map[string]string{del: "true"}, def, "", "skipped", []string{del + `: "true"`}},
-		{"delete not true", map[string]string{del: "false"}, def, "", "included", nil},
-		{"delete before feature set", map[string]string{del: "true", fs: "TechPreviewNoUpgrade"}, def, "", "skipped", []string{del}},
-		{"profile before delete", map[string]string{del: "true"}, def, ha, "excluded", []string{haOn}},
-		{"delete in profile", map[string]string{del: "true", haOn: "true"}, def, ha, "skipped", []string{del}},
+		// 4. feature-gate: the 4.10 spelling, the one documented difference from library-go.
+		{"4.10: feature set name on its set", "", map[string]string{fg: "TechPreviewNoUpgrade", haOn: "true"}, inHA(cluster(tp)), "included", []string{fg, `"TechPreviewNoUpgrade"`, "includes feature set TechPreviewNoUpgrade", "4.10 spelling", haOn}},
+		{"4.10: feature set name elsewhere", "", map[string]string{fg: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{fg, "does not include feature set Default", "4.10 spelling"}},
+		{"4.10: Default", "", map[string]string{fg: "Default"}, cluster(def), "included", []string{"4.10 spelling"}},
+		{"4.10: list of sets", "", map[string]string{fg: "TechPreviewNoUpgrade,DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "included", nil},
+		{"4.10: spaced list is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade, DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
+		{"4.10: set name mixed with gate is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade,GateA"}, cluster(fakeFeatures{set: TechPreviewNoUpgrade, gates: []string{"GateA"}}), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
+		{"4.10: negated set name is a gate list", "", map[string]string{fg: "-TechPreviewNoUpgrade"}, cluster(tp), "included", []string{"satisfied"}},
+
+		// 5. Major version, only for FeatureGate and CRD kinds.
+		{"major included", "CRD", map[string]string{mv: "4"}, Cluster{MajorVersion: four}, "included", []string{mv, `"4"`, "includes major version 4"}},
+		{"major excluded", "CRD", map[string]string{mv: "-4"}, Cluster{MajorVersion: four}, "excluded", []string{mv, `"-4"`, "excludes major version 4"}},
+		{"major 4,-5", "CRD", map[string]string{mv: "4,-5"}, Cluster{MajorVersion: four}, "included", nil},
+		{"major other", "CRD", map[string]string{mv: "5"}, Cluster{MajorVersion: four}, "excluded", []string{"does not include major version 4"}},
+		{"major other excluded", "CRD", map[string]string{mv: "-5"}, Cluster{MajorVersion: four}, "included", []string{"does not exclude major version 4"}},
+		{"major overlap", "CRD", map[string]string{mv: "4,-4"}, Cluster{MajorVersion: four}, "excluded", []string{"both includes and excludes [4]"}},
+		{"major overlap elsewhere", "CRD", map[string]string{mv: "5,-5"}, Cluster{MajorVersion: four}, "excluded", []string{"both includes and excludes [5]"}},
+		{"major invalid", "CRD", map[string]string{mv: "four"}, Cluster{MajorVersion: four}, "excluded", []string{`invalid version "four"`}},
+		{"major plus sign invalid", "CRD", map[string]string{mv: "+4"}, Cluster{MajorVersion: four}, "excluded", []string{`invalid version "+4"`}},
+		{"major trimmed", "CRD", map[string]string{mv: " 4 , -5 "}, Cluster{MajorVersion: four}, "included", nil},
+		{"major empty", "CRD", map[string]string{mv: ""}, Cluster{MajorVersion: four}, "included", nil},
+		{"major on FeatureGate", "FeatureGate", map[string]string{mv: "5,6"}, Cluster{MajorVersion: four}, "excluded", []string{"does not include major version 4"}},
+		{"major on ConfigMap", "", map[string]string{mv: "4"}, Cluster{MajorVersion: four}, "excluded", []string{"only allowed on FeatureGate and CustomResourceDefinition objects, not ConfigMap"}},
+		{"major filter off", "", map[string]string{mv: "5"}, Cluster{}, "included", nil},
+		{"major after feature set", "", map[string]string{mv: "4", fs: "TechPreviewNoUpgrade"}, Cluster{MajorVersion: four}, "excluded", []string{fs}},
+
+		// 6. Profiles.
+		{"profile set and annotated", "", map[string]string{haOn: "true"}, inHA(cluster(def)), "included", []string{haOn}},
+		{"profile set, not annotated", "", map[string]string{"a": "b"}, inHA(cluster(def)), "excluded", []string{haOn, "not set"}},
+		{"profile set, other profile", "", map[string]string{ProfileAnnotationPrefix + sno: "true"}, inHA(cluster(def)), "excluded", []string{haOn}},
+		{"profile set, not exactly true", "", map[string]string{haOn: "True"}, inHA(cluster(def)), "excluded", []string{haOn, `"True"`}},
+		{"profile set, empty", "", map[string]string{haOn: ""}, inHA(cluster(def)), "excluded", []string{haOn}},
+		{"no profile ignores profile annotations", "", map[string]string{haOn: "false"}, cluster(def), "included", nil},
+		{"feature set checked before profile", "", map[string]string{fs: "Bogus"}, inHA(cluster(def)), "excluded", []string{"unknown feature set"}},
+		{"major version checked before profile", "CRD", map[string]string{mv: "5"}, Cluster{Profile: ha, MajorVersion: four}, "excluded", []string{mv}},
+
+		// 7. Capabilities.
+		{"capability enabled", "", map[string]string{capa: "Console"}, Cluster{Capabilities: caps}, "included", []string{capa, `"Console"`, "enabled"}},
+		{"capability disabled", "", map[string]string{capa: "Insights"}, Cluster{Capabilities: caps}, "excluded", []string{capa, "not enabled: Insights"}},
+		{"capabilities ANDed", "", map[string]string{capa: "Console+Insights"}, Cluster{Capabilities: caps}, "excluded", []string{"not enabled: Insights"}},
+		{"capability unknown", "", map[string]string{capa: "Bogus"}, Cluster{Capabilities: caps}, "excluded", []string{`unknown capabilities "Bogus"`}},
+		{"unknown before disabled", "", map[string]string{capa: "Insights+Bogus"}, Cluster{Capabilities: caps}, "excluded", []string{`unknown capabilities "Bogus"`}},
+		{"capability empty", "", map[string]string{capa: ""}, Cluster{Capabilities: caps}, "included", nil},
+		{"capability trailing plus", "", map[string]string{capa: "Console+"}, Cluster{Capabilities: caps}, "excluded", []string{`unknown capabilities ""`}},
+		{"capability not trimmed", "", map[string]string{capa: "Console+ Insights"}, Cluster{Capabilities: caps}, "excluded", []string{`unknown capabilities " Insights"`}},
+		{"capability filter off", "", map[string]string{capa: "Bogus"}, Cluster{}, "included", nil},
+		{"empty capabilities know nothing", "", map[string]string{capa: "Console"}, Cluster{Capabilities: &Capabilities{}}, "excluded", []string{"unknown capabilities"}},
+		{"profile before capabilities", "", map[string]string{capa: "Bogus"}, Cluster{Profile: ha, Capabilities: caps}, "excluded", []string{haOn}},
+
+		// 8. Overrides: see TestIncludeOverrides.
+
+		// Delete and create-only, once every rule includes.
+		{"delete", "", map[string]string{del: "true"}, cluster(def), "delete", []string{del + `: "true"`}},
+		{"delete not true", "", map[string]string{del: "false"}, cluster(def), "included", nil},
+		{"delete excluded by feature set", "", map[string]string{del: "true", fs: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{fs}},
+		{"delete excluded by profile", "", map[string]string{del: "true"}, inHA(cluster(def)), "excluded", []string{haOn}},
+		{"delete in profile", "", map[string]string{del: "true", haOn: "true"}, inHA(cluster(def)), "delete", []string{haOn, del}},
+		{"create-only", "", map[string]string{co: "true"}, cluster(def), "create-only", []string{co + `: "true"`}},
+		{"create-only not true", "", map[string]string{co: "false"}, cluster(def), "included", nil},
+		{"delete wins over create-only", "", map[string]string{co: "true", del: "true"}, cluster(def), "delete", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obj := &unstructured.Unstructured{Object: map[string]interface{}{}}
-			obj.SetAnnotations(tt.annotations)
-			d := Include(obj, tt.features, tt.profile)
+			d := Include(object(tt.kind, tt.annotations), tt.cluster)
 			if got := d.State(); got != tt.want {
 				t.Errorf("Include() = %v, want %s", d, tt.want)
 			}
@@ -124,13 +213,60 @@ func TestInclude(t *testing.T) {
 	}
 }
 
+func TestIncludeOverrides(t *testing.T) {
+	overrides := []configv1.ComponentOverride{
+		{Kind: "ConfigMap", Namespace: "ns", Name: "unmanaged", Unmanaged: true},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "managed"},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "first-managed"},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "first-managed", Unmanaged: true},
+		{Kind: "ConfigMap", Namespace: "other", Name: "other-namespace", Unmanaged: true},
+		{Kind: "ConfigMap", Group: "apps", Namespace: "ns", Name: "wrong-group", Unmanaged: true},
+		{Kind: "Namespace", Namespace: "ignored", Name: "cluster-scoped", Unmanaged: true},
+		{Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Name: "crd", Unmanaged: true},
+	}
+	for name, want := range map[string]string{
+		"unmanaged":       "excluded",
+		"managed":         "included",
+		"first-managed":   "included", // the first matching entry decides
+		"other-namespace": "included",
+		"wrong-group":     "included",
+		"not-listed":      "included",
+	} {
+		obj := object("", map[string]string{"a": "b"})
+		obj.SetName(name)
+		d := Include(obj, Cluster{Overrides: overrides})
+		if d.State() != want {
+			t.Errorf("%s: Include() = %v, want %s", name, d, want)
+		}
+		checkDecision(t, d)
+	}
+	ns := object("Namespace", map[string]string{"a": "b"})
+	ns.SetName("cluster-scoped")
+	if d := Include(ns, Cluster{Overrides: overrides}); d.Included || !strings.Contains(d.Reason, "spec.overrides marks Namespace cluster-scoped unmanaged") {
+		t.Errorf("cluster-scoped: Include() = %v, want excluded, the override's namespace ignored", d)
+	}
+	crd := object("CRD", map[string]string{"a": "b"})
+	crd.SetName("crd")
+	if d := Include(crd, Cluster{Overrides: overrides}); d.Included || !strings.Contains(d.Reason, "CustomResourceDefinition.apiextensions.k8s.io crd") {
+		t.Errorf("crd: Include() = %v, want excluded", d)
+	}
+	// Overrides come last: an earlier rule gives its own reason.
+	obj := object("", map[string]string{capa: "Bogus"})
+	obj.SetName("unmanaged")
+	if d := Include(obj, Cluster{Overrides: overrides, Capabilities: &Capabilities{}}); !strings.Contains(d.Reason, capa) {
+		t.Errorf("capabilities before overrides: Include() = %v", d)
+	}
+}
+
 func TestIncludeNilObject(t *testing.T) {
-	d := Include(nil, nil, "")
-	if !d.Included {
+	if d := Include(nil, Cluster{}); !d.Included {
 		t.Errorf("Include(nil) = %v, want included", d)
 	}
-	if d := Include(nil, nil, ha); d.Included {
+	if d := Include(nil, Cluster{Profile: ha}); d.Included {
 		t.Errorf("Include(nil) with profile = %v, want excluded", d)
+	}
+	if d := Include(nil, Cluster{Overrides: []configv1.ComponentOverride{{Unmanaged: true}}}); !d.Included {
+		t.Errorf("Include(nil) with overrides = %v, want included", d)
 	}
 }
 
@@ -144,11 +280,90 @@ func TestFeatureSetOnly(t *testing.T) {
 	}
 }
 
+func TestFeaturesFromFeatureGate(t *testing.T) {
+	attrs := func(names ...configv1.FeatureGateName) []configv1.FeatureGateAttributes {
+		var out []configv1.FeatureGateAttributes
+		for _, n := range names {
+			out = append(out, configv1.FeatureGateAttributes{Name: n})
+		}
+		return out
+	}
+	fg := &configv1.FeatureGate{}
+	fg.Name = "cluster"
+	fg.Spec.FeatureSet = configv1.TechPreviewNoUpgrade
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{
+		{Version: "4.21.0", Enabled: attrs("Old"), Disabled: attrs("GateA")},
+		{Version: "4.22.0", Enabled: attrs("GateA"), Disabled: attrs("Old")},
+	}
+	f, err := FeaturesFromFeatureGate(fg, "4.22.0")
+	if err != nil || f.FeatureSetName() != TechPreviewNoUpgrade || !f.Enabled("GateA") || f.Enabled("Old") {
+		t.Errorf("version 4.22.0: %v, %v", f, err)
+	}
+	if f, err := FeaturesFromFeatureGate(fg, ""); err != nil || !f.Enabled("Old") || f.Enabled("GateA") {
+		t.Errorf("no version, want the first entry: %v, %v", f, err)
+	}
+	if _, err := FeaturesFromFeatureGate(fg, "4.23.0"); err == nil || !strings.Contains(err.Error(), `"4.23.0"`) || !strings.Contains(err.Error(), `"4.22.0"`) {
+		t.Errorf("missing version: err = %v, want one naming it and the versions present", err)
+	}
+	fg.Status.FeatureGates = nil
+	if _, err := FeaturesFromFeatureGate(fg, ""); err == nil || !strings.Contains(err.Error(), "status.featureGates") {
+		t.Errorf("no status: err = %v", err)
+	}
+	if _, err := FeaturesFromFeatureGate(nil, ""); err == nil {
+		t.Error("nil FeatureGate: no error")
+	}
+	fg.Spec.FeatureSet = configv1.Default
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{}}
+	if f, err := FeaturesFromFeatureGate(fg, ""); err != nil || f.FeatureSetName() != Default {
+		t.Errorf("empty feature set: %v, %v, want Default", f, err)
+	}
+}
+
+// The known feature sets are the module's, and the set library-go derives
+// (every feature set features.AllFeatureSets knows, plus CustomNoUpgrade).
+func TestKnownFeatureSetsFromModule(t *testing.T) {
+	want := map[string]bool{CustomNoUpgrade: true}
+	for _, byProfile := range features.AllFeatureSets() {
+		for _, bySet := range byProfile {
+			for set := range bySet {
+				want[normalizeFeatureSet(string(set))] = true
+			}
+		}
+	}
+	got := KnownFeatureSets()
+	if len(got) != len(want) {
+		t.Errorf("KnownFeatureSets() = %v, want the keys of %v", got, want)
+	}
+	for _, s := range got {
+		if !want[s] {
+			t.Errorf("KnownFeatureSets() has %q, library-go does not", s)
+		}
+	}
+	if got[0] != Default {
+		t.Errorf("KnownFeatureSets()[0] = %q, want Default first", got[0])
+	}
+	for c, v := range map[string]configv1.FeatureSet{
+		TechPreviewNoUpgrade: configv1.TechPreviewNoUpgrade, DevPreviewNoUpgrade: configv1.DevPreviewNoUpgrade,
+		CustomNoUpgrade: configv1.CustomNoUpgrade, OKD: configv1.OKD,
+	} {
+		if c != string(v) {
+			t.Errorf("constant %q != openshift/api %q", c, v)
+		}
+	}
+	if caps := KnownCapabilities(); !slices.Equal(caps, configv1.KnownClusterVersionCapabilities) ||
+		!slices.Contains(caps, configv1.ClusterVersionCapabilityClusterAPI) {
+		t.Errorf("KnownCapabilities() = %v", caps)
+	}
+}
+
 // checkDecision asserts the invariants of every Decision.
 func checkDecision(t *testing.T, d Decision) {
 	t.Helper()
-	if d.Included && d.Skipped {
-		t.Errorf("decision %+v is both included and skipped", d)
+	if d.Included && d.Delete {
+		t.Errorf("decision %+v is both included and delete", d)
+	}
+	if d.CreateOnly && !d.Included {
+		t.Errorf("decision %+v is create-only but not included", d)
 	}
 	if d.Reason == "" {
 		t.Errorf("decision %+v has no reason", d)

@@ -61,17 +61,17 @@ func TestLoadSeed(t *testing.T) {
 
 	// The bug this package fixes: the namespace applies on tech preview.
 	ns := ms[1].Object
-	if d := Include(ns, FeatureSetOnly(TechPreviewNoUpgrade), ha); !d.Included {
+	if d := Include(ns, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade), Profile: ha}); !d.Included {
 		t.Errorf("seed namespace on TechPreviewNoUpgrade: %v, want included", d)
 	}
-	if d := Include(ns, FeatureSetOnly(Default), ""); d.Included {
+	if d := Include(ns, Cluster{Features: FeatureSetOnly(Default)}); d.Included {
 		t.Errorf("seed namespace on Default: %v, want excluded", d)
 	}
-	if d := Include(ms[2].Object, FeatureSetOnly(TechPreviewNoUpgrade), ""); d.Included {
+	if d := Include(ms[2].Object, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)}); d.Included {
 		t.Errorf("default-only on TechPreviewNoUpgrade: %v, want excluded", d)
 	}
 	for _, set := range KnownFeatureSets() {
-		if d := Include(ms[0].Object, FeatureSetOnly(set), ha); !d.Included {
+		if d := Include(ms[0].Object, Cluster{Features: FeatureSetOnly(set), Profile: ha}); !d.Included {
 			t.Errorf("always on %s: %v, want included", set, d)
 		}
 	}
@@ -306,5 +306,76 @@ func TestLoadUnreadableFile(t *testing.T) {
 	var le *LoadError
 	if !errors.As(errs[0], &le) || le.Index != -1 {
 		t.Errorf("error = %#v, want *LoadError with Index -1", errs[0])
+	}
+}
+
+// One file may not define an object twice; the first definition is kept
+// and the error names both documents.
+func TestLoadDuplicateInFile(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"0000_10_a.yaml": configMap("x") + "---\n" + configMap("z") + "---\n" +
+			// Same object under another apiVersion version: still the same object.
+			"apiVersion: v1beta1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n",
+	})
+	ms, errs := Load(dir)
+	if got := manifestStrings(ms); !reflect.DeepEqual(got, []string{"0000_10_a.yaml[0] ConfigMap default/x", "0000_10_a.yaml[1] ConfigMap default/z"}) {
+		t.Errorf("Load() = %q", got)
+	}
+	want := []string{"0000_10_a.yaml[2]: duplicate of 0000_10_a.yaml[0]: both are ConfigMap default/x"}
+	if got := errorStrings(errs); !reflect.DeepEqual(got, want) {
+		t.Errorf("errors = %q, want %q", got, want)
+	}
+}
+
+// Across files, the same object is loaded twice (a payload carries one file
+// per feature set for one CRD); Duplicates reports it by both file names.
+func TestDuplicates(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"0000_10_a.yaml": configMap("x"),
+		"0000_20_b.yaml": configMap("z") + "---\n" + configMap("x"),
+		"0000_30_c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: other\n" +
+			"---\napiVersion: apps/v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n",
+	})
+	ms, errs := Load(dir)
+	if len(errs) != 0 || len(ms) != 5 {
+		t.Fatalf("Load() = %v, %v", ms, errs)
+	}
+	dups := Duplicates(ms)
+	want := []string{"0000_10_a.yaml[0] and 0000_20_b.yaml[1] are both ConfigMap default/x"}
+	if got := errorStrings(dups); !reflect.DeepEqual(got, want) {
+		t.Errorf("Duplicates() = %q, want %q (namespace and group tell objects apart)", got, want)
+	}
+	var de *DuplicateError
+	if !errors.As(dups[0], &de) || de.First.File != "0000_10_a.yaml" || de.Second.File != "0000_20_b.yaml" {
+		t.Errorf("Duplicates()[0] = %#v", dups[0])
+	}
+	if dups := Duplicates(nil); dups != nil {
+		t.Errorf("Duplicates(nil) = %v", dups)
+	}
+}
+
+// Decide checks duplicates among the manifests a cluster keeps only: per
+// feature set variants of one object are fine.
+func TestDecideDuplicates(t *testing.T) {
+	variant := func(set string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n  annotations:\n    release.openshift.io/feature-set: " + set + "\n"
+	}
+	dir := writeFiles(t, map[string]string{
+		"0000_10_x-Default.yaml":              variant("Default"),
+		"0000_10_x-TechPreviewNoUpgrade.yaml": variant("TechPreviewNoUpgrade"),
+		"0000_10_x-both.yaml":                 variant("Default,OKD"),
+	})
+	ms, errs := Load(dir)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	ds, dups := Decide(ms, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)})
+	if len(dups) != 0 || len(ds) != 3 || ds[0].Included || !ds[1].Included || ds[2].Included {
+		t.Errorf("TechPreviewNoUpgrade: %v, %v", ds, dups)
+	}
+	_, dups = Decide(ms, Cluster{})
+	want := []string{"0000_10_x-Default.yaml[0] and 0000_10_x-both.yaml[0] are both ConfigMap default/x"}
+	if got := errorStrings(dups); !reflect.DeepEqual(got, want) {
+		t.Errorf("Default: duplicates = %q, want %q", got, want)
 	}
 }

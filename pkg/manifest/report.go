@@ -9,49 +9,127 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// WriteReport writes, for each manifest, the decision of Include in each of
-// featureSets under profile, then the load errors. It is the offline view of
-// a payload: there is no cluster to ask, so feature gate lists are evaluated
-// with no gate enabled (FeatureSetOnly). An empty featureSets means all of
-// KnownFeatureSets; an unknown name is an error, as it would silently
-// exclude everything annotated.
+// Report is what WriteReport shows: manifests, how they load, and what one
+// cluster, or each of several feature sets, makes of them.
+type Report struct {
+	Manifests  []Manifest
+	LoadErrors []error
+	// Cluster is evaluated as it is when Cluster.Features is set: one
+	// column, named by its feature set. Otherwise there is one column per
+	// FeatureSets, each with no gate enabled (there are no gates to ask
+	// about) and the rest of Cluster.
+	Cluster Cluster
+	// FeatureSets names the columns when Cluster.Features is nil; empty
+	// means every known feature set. An unknown name is an error, as it
+	// would silently exclude everything annotated.
+	FeatureSets []string
+}
+
+// Decide returns the decision of Include for each manifest of ms on c, and
+// a *DuplicateError for each manifest that is not excluded and defines the
+// same object as an earlier one that is not either.
+func Decide(ms []Manifest, c Cluster) ([]Decision, []error) {
+	ds := make([]Decision, len(ms))
+	var kept []Manifest
+	for i, m := range ms {
+		ds[i] = Include(m.Object, c)
+		if ds[i].Included || ds[i].Delete {
+			kept = append(kept, m)
+		}
+	}
+	return ds, Duplicates(kept)
+}
+
+// WriteReport writes, for each manifest, the decision of Include in each
+// column of r, then the load errors and the duplicates among the manifests
+// a column keeps.
 //
 // format "" or "table" is an aligned text table with one column per feature
 // set and the reasons last; "json" is a single JSON object
-// {"profile", "featureSets", "manifests": [...], "errors": [...]}.
-// Load errors do not make WriteReport fail; the caller decides the exit code.
-func WriteReport(w io.Writer, ms []Manifest, loadErrs []error, featureSets []string, profile string, format string) error {
-	sets, err := reportFeatureSets(featureSets)
+// {"profile", "featureSets", "cluster", "manifests": [...], "errors": [...]}.
+// Load errors and duplicates do not make WriteReport fail; the caller
+// decides the exit code (HasErrors).
+func WriteReport(w io.Writer, r Report, format string) error {
+	cols, err := reportColumns(r)
 	if err != nil {
 		return err
 	}
-	rows := make([]reportRow, 0, len(ms))
-	for _, m := range ms {
+	for i, m := range r.Manifests {
 		if m.Object == nil { // not from Load; report it rather than panic
 			m.Object = &unstructured.Unstructured{Object: map[string]interface{}{}}
+			r.Manifests[i] = m
 		}
-		row := reportRow{m: m, decisions: make([]Decision, len(sets))}
-		for i, set := range sets {
-			row.decisions[i] = Include(m.Object, FeatureSetOnly(set), profile)
+	}
+	rows := make([]reportRow, len(r.Manifests))
+	for i, m := range r.Manifests {
+		rows[i] = reportRow{m: m, decisions: make([]Decision, len(cols))}
+	}
+	errs := slices.Clone(r.LoadErrors)
+	sets := make([]string, len(cols))
+	for j, col := range cols {
+		sets[j] = col.FeatureSetName()
+		c := r.Cluster
+		c.Features = col
+		ds, dups := Decide(r.Manifests, c)
+		for i := range rows {
+			rows[i].decisions[j] = ds[i]
 		}
-		rows = append(rows, row)
+		for _, d := range dups {
+			errs = append(errs, fmt.Errorf("%s: %w", sets[j], d))
+		}
 	}
 	switch format {
 	case "", "table":
-		return writeTable(w, rows, loadErrs, sets)
+		return writeTable(w, rows, errs, sets)
 	case "json":
-		return writeJSON(w, rows, loadErrs, sets, profile)
+		return writeJSON(w, rows, errs, sets, r.Cluster)
 	default:
 		return fmt.Errorf("unknown report format %q (want table or json)", format)
 	}
 }
 
+// HasErrors reports whether WriteReport lists errors for r: load errors, or
+// two kept manifests for one object in some column.
+func HasErrors(r Report) bool {
+	if len(r.LoadErrors) > 0 {
+		return true
+	}
+	cols, err := reportColumns(r)
+	if err != nil {
+		return false
+	}
+	for _, col := range cols {
+		c := r.Cluster
+		c.Features = col
+		if _, dups := Decide(r.Manifests, c); len(dups) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func reportColumns(r Report) ([]Features, error) {
+	if r.Cluster.Features != nil {
+		return []Features{r.Cluster.Features}, nil
+	}
+	sets, err := reportFeatureSets(r.FeatureSets)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]Features, len(sets))
+	for i, s := range sets {
+		cols[i] = FeatureSetOnly(s)
+	}
+	return cols, nil
+}
+
 type reportRow struct {
 	m         Manifest
-	decisions []Decision // one per feature set
+	decisions []Decision // one per column
 }
 
 func reportFeatureSets(featureSets []string) ([]string, error) {
@@ -129,8 +207,23 @@ func tableReason(sets []string, ds []Decision) string {
 type jsonReport struct {
 	Profile     string         `json:"profile"`
 	FeatureSets []string       `json:"featureSets"`
+	Cluster     jsonCluster    `json:"cluster"`
 	Manifests   []jsonManifest `json:"manifests"`
 	Errors      []jsonError    `json:"errors"`
+}
+
+// jsonCluster is what of the cluster the decisions depended on besides the
+// feature set and profile; null or empty means the filter was off.
+type jsonCluster struct {
+	Capabilities      *jsonCapabilities            `json:"capabilities"`
+	MajorVersion      *uint64                      `json:"majorVersion"`
+	ExcludeIdentifier string                       `json:"excludeIdentifier,omitempty"`
+	Overrides         []configv1.ComponentOverride `json:"overrides,omitempty"`
+}
+
+type jsonCapabilities struct {
+	Known   []configv1.ClusterVersionCapability `json:"knownCapabilities"`
+	Enabled []configv1.ClusterVersionCapability `json:"enabledCapabilities"`
 }
 
 type jsonManifest struct {
@@ -143,9 +236,10 @@ type jsonManifest struct {
 }
 
 type jsonDecision struct {
-	Included bool   `json:"included"`
-	Skipped  bool   `json:"skipped"`
-	Reason   string `json:"reason"`
+	Included   bool   `json:"included"`
+	Delete     bool   `json:"delete"`
+	CreateOnly bool   `json:"createOnly"`
+	Reason     string `json:"reason"`
 }
 
 type jsonError struct {
@@ -154,8 +248,15 @@ type jsonError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, profile string) error {
-	out := jsonReport{Profile: profile, FeatureSets: sets, Manifests: []jsonManifest{}, Errors: []jsonError{}}
+func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, c Cluster) error {
+	out := jsonReport{Profile: c.Profile, FeatureSets: sets, Manifests: []jsonManifest{}, Errors: []jsonError{},
+		Cluster: jsonCluster{MajorVersion: c.MajorVersion, ExcludeIdentifier: c.ExcludeIdentifier, Overrides: c.Overrides}}
+	if c.Capabilities != nil {
+		out.Cluster.Capabilities = &jsonCapabilities{
+			Known:   append([]configv1.ClusterVersionCapability{}, c.Capabilities.Known...),
+			Enabled: append([]configv1.ClusterVersionCapability{}, c.Capabilities.Enabled...),
+		}
+	}
 	for _, r := range rows {
 		jm := jsonManifest{
 			File:      r.m.File,
@@ -172,12 +273,19 @@ func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, p
 	}
 	for _, e := range loadErrs {
 		je := jsonError{Error: e.Error()}
-		var le *LoadError
-		if errors.As(e, &le) {
+		var (
+			le  *LoadError
+			dup *DuplicateError
+		)
+		switch {
+		case errors.As(e, &le):
 			je.File = le.File
 			if le.Index >= 0 {
 				je.Index = &le.Index
 			}
+		case errors.As(e, &dup):
+			je.File = dup.Second.File
+			je.Index = &dup.Second.Index
 		}
 		out.Errors = append(out.Errors, je)
 	}

@@ -35,12 +35,12 @@ func tableRows(out string) [][]string {
 func TestWriteReportTable(t *testing.T) {
 	ms, errs := reportInput(t)
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, ms, errs, nil, "", ""); err != nil {
+	if err := WriteReport(&buf, Report{Manifests: ms, LoadErrors: errs}, ""); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
 	rows := tableRows(out)
-	wantHeader := []string{"FILE", "DOC", "KIND", "NAME", "DEFAULT", "TECHPREVIEWNOUPGRADE", "DEVPREVIEWNOUPGRADE", "CUSTOMNOUPGRADE", "OKD", "REASON"}
+	wantHeader := []string{"FILE", "DOC", "KIND", "NAME", "DEFAULT", "TECHPREVIEWNOUPGRADE", "DEVPREVIEWNOUPGRADE", "OKD", "CUSTOMNOUPGRADE", "REASON"}
 	if got := rows[0]; strings.Join(got, " ") != strings.Join(wantHeader, " ") {
 		t.Errorf("header = %q, want %q", got, wantHeader)
 	}
@@ -48,7 +48,7 @@ func TestWriteReportTable(t *testing.T) {
 		{"0000_10_always_configmap.yaml", "0", "ConfigMap", "default/always", "included", "included", "included", "included", "included"},
 		{"0000_30_cluster-api_capi-operator_00_namespace.yaml", "0", "Namespace", "openshift-cluster-api", "excluded", "included", "excluded", "excluded", "excluded"},
 		{"0000_50_default-only_configmap.yaml", "0", "ConfigMap", "default/default-only", "included", "excluded", "excluded", "excluded", "excluded"},
-		{"0000_90_gone.yaml", "0", "ConfigMap", "default/gone", "skipped", "skipped", "skipped", "skipped", "skipped"},
+		{"0000_90_gone.yaml", "0", "ConfigMap", "default/gone", "delete", "delete", "delete", "delete", "delete"},
 	}
 	for i, w := range want {
 		got := rows[i+1]
@@ -71,7 +71,7 @@ func TestWriteReportTable(t *testing.T) {
 func TestWriteReportTableOneSet(t *testing.T) {
 	ms, _ := reportInput(t)
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, ms, nil, []string{"TechPreviewNoUpgrade"}, ha, "table"); err != nil {
+	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{"TechPreviewNoUpgrade"}, Cluster: Cluster{Profile: ha}}, "table"); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -81,7 +81,7 @@ func TestWriteReportTableOneSet(t *testing.T) {
 	}
 	// With one set the reason is that set's only, without a set prefix.
 	ns := strings.Join(rows[2], " ")
-	wantNS := `0000_30_cluster-api_capi-operator_00_namespace.yaml 0 Namespace openshift-cluster-api included include.release.openshift.io/self-managed-high-availability: "true"; release.openshift.io/feature-gate: "TechPreviewNoUpgrade" includes feature set TechPreviewNoUpgrade`
+	wantNS := `0000_30_cluster-api_capi-operator_00_namespace.yaml 0 Namespace openshift-cluster-api included release.openshift.io/feature-gate: "TechPreviewNoUpgrade" includes feature set TechPreviewNoUpgrade (4.10 spelling of release.openshift.io/feature-set); include.release.openshift.io/self-managed-high-availability: "true"`
 	if ns != wantNS {
 		t.Errorf("namespace row = %q, want %q", ns, wantNS)
 	}
@@ -97,7 +97,7 @@ func TestWriteReportTableOneSet(t *testing.T) {
 func TestWriteReportJSON(t *testing.T) {
 	ms, errs := reportInput(t)
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, ms, errs, []string{"", "TechPreviewNoUpgrade", "Default"}, "", "json"); err != nil {
+	if err := WriteReport(&buf, Report{Manifests: ms, LoadErrors: errs, FeatureSets: []string{"", "TechPreviewNoUpgrade", "Default"}}, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -107,8 +107,8 @@ func TestWriteReportJSON(t *testing.T) {
 			File, Kind, Name, Namespace string
 			Index                       int
 			Decisions                   map[string]struct {
-				Included, Skipped bool
-				Reason            string
+				Included, Delete bool
+				Reason           string
 			}
 		}
 		Errors []struct {
@@ -129,17 +129,17 @@ func TestWriteReportJSON(t *testing.T) {
 	if ns.File != "0000_30_cluster-api_capi-operator_00_namespace.yaml" || ns.Index != 0 || ns.Kind != "Namespace" || ns.Name != "openshift-cluster-api" || ns.Namespace != "" {
 		t.Errorf("namespace = %+v", ns)
 	}
-	if d := ns.Decisions["TechPreviewNoUpgrade"]; !d.Included || d.Skipped || !strings.Contains(d.Reason, FeatureGateAnnotation) {
+	if d := ns.Decisions["TechPreviewNoUpgrade"]; !d.Included || d.Delete || !strings.Contains(d.Reason, FeatureGateAnnotation) {
 		t.Errorf("namespace on TechPreviewNoUpgrade = %+v", d)
 	}
-	if d := ns.Decisions["Default"]; d.Included || d.Skipped || d.Reason == "" {
+	if d := ns.Decisions["Default"]; d.Included || d.Delete || d.Reason == "" {
 		t.Errorf("namespace on Default = %+v", d)
 	}
 	if got.Manifests[0].Namespace != "default" {
 		t.Errorf("always namespace = %q", got.Manifests[0].Namespace)
 	}
-	if d := got.Manifests[3].Decisions["Default"]; d.Included || !d.Skipped {
-		t.Errorf("delete manifest = %+v, want skipped", d)
+	if d := got.Manifests[3].Decisions["Default"]; d.Included || !d.Delete {
+		t.Errorf("delete manifest = %+v, want delete", d)
 	}
 	if len(got.Errors) != 1 || got.Errors[0].File != "0000_95_bad.yaml" || got.Errors[0].Index == nil || *got.Errors[0].Index != 0 ||
 		!strings.Contains(got.Errors[0].Error, "missing metadata.name") {
@@ -149,7 +149,7 @@ func TestWriteReportJSON(t *testing.T) {
 
 func TestWriteReportJSONEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, nil, nil, nil, "", "json"); err != nil {
+	if err := WriteReport(&buf, Report{}, "json"); err != nil {
 		t.Fatal(err)
 	}
 	// Empty lists, not null, so that jq and friends need no special case.
@@ -162,10 +162,10 @@ func TestWriteReportJSONEmpty(t *testing.T) {
 
 func TestWriteReportErrors(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, nil, nil, nil, "", "yaml"); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
+	if err := WriteReport(&buf, Report{}, "yaml"); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
 		t.Errorf("unknown format: err = %v, want one naming it", err)
 	}
-	if err := WriteReport(&buf, nil, nil, []string{"TechPreview"}, "", ""); err == nil || !strings.Contains(err.Error(), `"TechPreview"`) {
+	if err := WriteReport(&buf, Report{FeatureSets: []string{"TechPreview"}}, ""); err == nil || !strings.Contains(err.Error(), `"TechPreview"`) {
 		t.Errorf("unknown feature set: err = %v, want one naming it", err)
 	}
 }

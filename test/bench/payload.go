@@ -125,7 +125,7 @@ func copyIncluded(src, dst string) (int, error) {
 	}
 	excluded := map[string]bool{}
 	for _, m := range ms {
-		if !manifest.Include(m.Object, manifest.FeatureSetOnly("Default"), "").Included {
+		if !manifest.Include(m.Object, manifest.Cluster{Features: manifest.FeatureSetOnly("Default")}).Included {
 			excluded[m.File] = true
 		}
 	}
