@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -75,6 +77,15 @@ func (a *Applier) Start(ctx context.Context) error {
 	snap, ok := a.FeatureGate.Snapshot()
 	if !ok {
 		return errors.New("applier started without a snapshot")
+	}
+	if name := snap.FeatureSetName(); !knownFeatureSet(name) {
+		log.Info("Warning: unknown feature set; upgrades are blocked", "featureSet", name)
+		if a.Recorder != nil && a.Status != nil {
+			ref := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: a.Status.Name}}
+			ref.SetGroupVersionKind(configv1.GroupVersion.WithKind("ClusterOperator"))
+			a.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonUnknownFeatureSet, "Snapshot", "%s",
+				featuregate.BoundNote(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
+		}
 	}
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
 	for {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +34,14 @@ const seedDir = "../pkg/manifest/testdata/seed"
 // of them must exist.
 func applyEnv(t *testing.T, set configv1.FeatureSet) (client.Client, context.Context, *featuregate.Guard) {
 	t.Helper()
+	return applyEnvWith(t, set, nil)
+}
+
+// applyEnvWith is applyEnv with the given CRDs (nil: the real ones).
+func applyEnvWith(t *testing.T, set configv1.FeatureSet, crds []string) (client.Client, context.Context, *featuregate.Guard) {
+	t.Helper()
 	g := NewWithT(t)
-	cp, err := controlplane.Start(controlplane.Options{})
+	cp, err := controlplane.Start(controlplane.Options{CRDs: crds})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
@@ -254,4 +261,54 @@ func TestApplyRefusesWhenFeatureGateChanged(t *testing.T) {
 	reason, requested := guard.StopReason()
 	g.Expect(requested).To(BeTrue())
 	g.Expect(reason).To(Equal("feature set changed from Default to TechPreviewNoUpgrade"))
+}
+
+// Upgradeable fails safe: a feature set an older CRD admits but this
+// operator does not know blocks upgrades, naming the value, and says so in
+// an Event.
+func TestUnknownFeatureSetIsNotUpgradeable(t *testing.T) {
+	g := NewWithT(t)
+	crds, err := controlplane.RelaxedCRDs(t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, set := range []configv1.FeatureSet{"Bogus", "TechPreviewNoUpgrade "} {
+		t.Run(string(set), func(t *testing.T) {
+			g := NewWithT(t)
+			c, ctx, guard := applyEnvWith(t, set, crds)
+			a := newApplier(c, guard, t.TempDir())
+			snap := snapshotOf(t, guard)
+			co, err := a.Status.Report(ctx, snap, a.Apply(ctx, snap))
+			g.Expect(err).NotTo(HaveOccurred())
+			up := condition(co, configv1.OperatorUpgradeable)
+			g.Expect(up.Status).To(Equal(configv1.ConditionFalse))
+			g.Expect(up.Reason).To(Equal(ReasonUnknownFeatureSet))
+			g.Expect(up.Message).To(ContainSubstring(fmt.Sprintf("%q", string(set))))
+		})
+	}
+}
+
+func TestUpgradeableByFeatureSet(t *testing.T) {
+	tests := []struct {
+		set    configv1.FeatureSet
+		status configv1.ConditionStatus
+		reason string
+	}{
+		{"", configv1.ConditionTrue, ReasonAsExpected},
+		{"Default", configv1.ConditionTrue, ReasonAsExpected},
+		{configv1.OKD, configv1.ConditionTrue, ReasonAsExpected},
+		{configv1.TechPreviewNoUpgrade, configv1.ConditionFalse, ReasonFeatureSetNoUpgrade},
+		{configv1.DevPreviewNoUpgrade, configv1.ConditionFalse, ReasonFeatureSetNoUpgrade},
+		{configv1.CustomNoUpgrade, configv1.ConditionFalse, ReasonFeatureSetNoUpgrade},
+		{"default", configv1.ConditionFalse, ReasonUnknownFeatureSet},
+		{"Bogus", configv1.ConditionFalse, ReasonUnknownFeatureSet},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.set), func(t *testing.T) {
+			g := NewWithT(t)
+			snap, err := featuregate.New(&configv1.FeatureGate{Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: tt.set}}}, featuregate.View{})
+			g.Expect(err).NotTo(HaveOccurred())
+			status, reason, _ := upgradeable(snap)
+			g.Expect(status).To(Equal(tt.status))
+			g.Expect(reason).To(Equal(tt.reason))
+		})
+	}
 }

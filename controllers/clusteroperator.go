@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;create
@@ -24,6 +26,7 @@ const (
 	ReasonManifestsFailed     = "ManifestsFailed"
 	ReasonRetrying            = "RetryingFailedManifests"
 	ReasonFeatureSetNoUpgrade = "FeatureSetNoUpgrade"
+	ReasonUnknownFeatureSet   = "UnknownFeatureSet"
 )
 
 // StatusReporter writes the operator's status the way OpenShift operators
@@ -92,13 +95,8 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	} else {
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
-	switch snap.FeatureSet() {
-	case configv1.TechPreviewNoUpgrade, configv1.DevPreviewNoUpgrade, configv1.CustomNoUpgrade:
-		setCondition(st, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonFeatureSetNoUpgrade,
-			fmt.Sprintf("feature set %s does not allow upgrades", snap.FeatureSetName()))
-	default:
-		setCondition(st, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected, "")
-	}
+	status, reason, message := upgradeable(snap)
+	setCondition(st, configv1.OperatorUpgradeable, status, reason, message)
 
 	st.Versions = nil
 	if s.Version != "" {
@@ -128,3 +126,21 @@ func setCondition(st *configv1.ClusterOperatorStatus, t configv1.ClusterStatusCo
 		Type: t, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now(),
 	})
 }
+
+// upgradeable fails safe: only the feature sets known to allow upgrades
+// (Default, and OKD, which openshift/api documents as upgradeable) say
+// True. A feature set this operator does not know, such as one an older CRD
+// admitted ("Bogus", "default", "TechPreviewNoUpgrade "), blocks upgrades,
+// naming the value.
+func upgradeable(snap featuregate.Snapshot) (configv1.ConditionStatus, string, string) {
+	switch name := snap.FeatureSetName(); {
+	case name == manifest.Default || name == manifest.OKD:
+		return configv1.ConditionTrue, ReasonAsExpected, ""
+	case knownFeatureSet(name):
+		return configv1.ConditionFalse, ReasonFeatureSetNoUpgrade, fmt.Sprintf("feature set %s does not allow upgrades", name)
+	default:
+		return configv1.ConditionFalse, ReasonUnknownFeatureSet, fmt.Sprintf("feature set %q is not one this operator knows; upgrades are blocked until it is", name)
+	}
+}
+
+func knownFeatureSet(name string) bool { return slices.Contains(manifest.KnownFeatureSets(), name) }
