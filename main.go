@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"go.uber.org/zap/zapcore"
@@ -28,6 +30,9 @@ import (
 )
 
 func main() {
+	// A closed stdout or stderr (a log pipe whose reader went away) must not
+	// kill the operator: writes fail, and the operator runs on.
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "manifests" {
 		os.Exit(manifestsCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
@@ -71,7 +76,11 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+	// SIGHUP (a closed terminal) stops gracefully, like SIGTERM; a second
+	// SIGTERM or SIGINT exits 1 at once (controller-runtime's handler).
+	hangup, stopHangup := signal.NotifyContext(ctrl.SetupSignalHandler(), syscall.SIGHUP)
+	defer stopHangup()
+	ctx, cancel := context.WithCancel(hangup)
 	defer cancel()
 	guard, err := featuregate.NewGuard(restConfig, guardOptions(cfg, cancel))
 	if err != nil {

@@ -66,8 +66,12 @@ func Load(path string) (*v1alpha1.OperatorConfig, error) {
 	return cfg, nil
 }
 
+// MaxFileSize bounds the config file: a configuration is a few hundred
+// bytes, and --config /dev/zero must not read until memory runs out.
+const MaxFileSize = 1 << 20
+
 func decodeFile(path string) (*v1alpha1.OperatorConfig, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -221,4 +225,20 @@ func jsonName(sf reflect.StructField) (name string, inline bool) {
 		return "", true
 	}
 	return tag, false
+}
+
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than the %d-byte limit", path, limit)
+	}
+	return data, nil
 }

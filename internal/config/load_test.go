@@ -239,3 +239,21 @@ func TestDecodeDoesNotDefault(t *testing.T) {
 		t.Errorf("secure = %v, want nil", ptr.Deref(c.Metrics.Secure, false))
 	}
 }
+
+// A config file is small; /dev/zero (or any huge file) is refused by size,
+// not read until memory runs out.
+func TestLoadRefusesHugeFile(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load("/dev/zero")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than the 1048576-byte limit") {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Load(/dev/zero) did not return")
+	}
+}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -68,57 +71,174 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // cluster-version-operator does.
 var manifestExtensions = []string{".yaml", ".yml", ".json"}
 
-// Load reads the manifests of a payload directory: every regular file (or
+// DefaultMaxFileSize bounds one manifest file. The API server stores no
+// object above about 1.5 MiB, and the memory a file costs to decode is a
+// multiple of its size: a payload must not be able to exhaust the pod's.
+const DefaultMaxFileSize = 3 << 20
+
+// DefaultSettle is how long a file must have gone unmodified before it is
+// trusted to be whole: a file rewritten in place may be read between two of
+// its writer's writes.
+const DefaultSettle = 500 * time.Millisecond
+
+// Options bounds what Scan reads.
+type Options struct {
+	// MaxFileSize bounds each file; DefaultMaxFileSize when zero.
+	MaxFileSize int64
+	// Settle is DefaultSettle when zero; negative: do not wait.
+	Settle time.Duration
+}
+
+// Payload is what Scan found in a directory.
+type Payload struct {
+	// Manifests are the objects read, in payload order.
+	Manifests []Manifest
+	// Errors are the files and documents that could not be read, mostly
+	// *LoadError: they matter (the operator is Degraded).
+	Errors []error
+	// Skipped are the entries that are not manifests, each with the reason
+	// (a subdirectory, a file of another extension, a device or pipe).
+	Skipped []Skipped
+}
+
+// Skipped is a directory entry Scan did not read.
+type Skipped struct {
+	Name, Reason string
+}
+
+func (s Skipped) String() string { return s.Name + ": " + s.Reason }
+
+// Load is Scan with default options, for callers that need only the
+// manifests and the errors.
+func Load(dir string) ([]Manifest, []error) {
+	p := Scan(dir, Options{})
+	return p.Manifests, p.Errors
+}
+
+// Scan reads the manifests of a payload directory: every regular file (or
 // symlink to one) directly in dir whose name ends in .yaml, .yml or .json.
 // Subdirectories are not read, as payloads are flat. Manifests are returned
 // in file name order, which is payload order, and in document order within
-// a file.
+// a file. Every other entry is reported in Skipped, with its reason.
 //
 // A YAML file may hold several documents separated by "---"; a JSON file
 // (any file whose content starts with "{") may hold a stream of objects.
 // Empty documents are skipped.
 //
+// What is read is one consistent view: a ConfigMap volume's directory is
+// read through the one ..data target it has when the scan starts (the
+// kubelet swaps that link atomically), and a file modified less than Settle
+// ago, or while it was read, is read again once it has settled.
+//
 // Problems are returned as errors, mostly *LoadError, next to whatever could
 // be read: a bad document does not lose the other documents of its file nor
 // other files. Only a JSON syntax error loses the rest of its file, as the
 // stream cannot be resynchronized. Callers decide whether errors are fatal.
-func Load(dir string) ([]Manifest, []error) {
+func Scan(dir string, opts Options) Payload {
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultMaxFileSize
+	}
+	if opts.Settle == 0 {
+		opts.Settle = DefaultSettle
+	}
+	// A ConfigMap volume: dir/name -> ..data/name, ..data -> ..<timestamp>.
+	if target, err := filepath.EvalSymlinks(filepath.Join(dir, "..data")); err == nil {
+		dir = target
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, []error{fmt.Errorf("read manifest directory: %w", err)}
+		return Payload{Errors: []error{fmt.Errorf("read manifest directory: %w", err)}}
 	}
+	var p Payload
 	var names []string
 	for _, e := range entries {
-		if slices.Contains(manifestExtensions, filepath.Ext(e.Name())) {
-			names = append(names, e.Name())
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, ".."):
+			// The ConfigMap volume's own bookkeeping.
+		case e.IsDir():
+			p.Skipped = append(p.Skipped, Skipped{name, "a directory (payloads are flat)"})
+		case !slices.Contains(manifestExtensions, filepath.Ext(name)):
+			p.Skipped = append(p.Skipped, Skipped{name, "not a .yaml, .yml or .json file"})
+		default:
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
-
-	var (
-		ms   []Manifest
-		errs []error
-	)
 	for _, name := range names {
-		path := filepath.Join(dir, name)
-		fi, err := os.Stat(path)
-		if err != nil {
-			errs = append(errs, &LoadError{File: name, Index: -1, Err: err})
-			continue
+		data, err := readSettled(filepath.Join(dir, name), opts)
+		var notRegular notRegularError
+		switch {
+		case errors.As(err, &notRegular):
+			p.Skipped = append(p.Skipped, Skipped{name, notRegular.Error()})
+		case err != nil:
+			p.Errors = append(p.Errors, &LoadError{File: name, Index: -1, Err: err})
+		default:
+			fms, ferrs := decodeFile(name, data)
+			p.Manifests = append(p.Manifests, fms...)
+			p.Errors = append(p.Errors, ferrs...)
 		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, &LoadError{File: name, Index: -1, Err: err})
-			continue
-		}
-		fms, ferrs := decodeFile(name, data)
-		ms = append(ms, fms...)
-		errs = append(errs, ferrs...)
 	}
-	return ms, errs
+	return p
+}
+
+// notRegularError is an entry that is a device, pipe or socket (or a link
+// to one): never opened, so a FIFO cannot block a run nor /dev/zero fill it.
+type notRegularError struct{ mode iofs.FileMode }
+
+func (e notRegularError) Error() string {
+	return fmt.Sprintf("not a regular file (%s)", e.mode.Type())
+}
+
+// readSettled reads a whole file of at most opts.MaxFileSize bytes, and reads
+// it again while it is younger than opts.Settle or changed during the read.
+func readSettled(path string, opts Options) ([]byte, error) {
+	const attempts = 5
+	for i := 0; ; i++ {
+		before, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if !before.Mode().IsRegular() {
+			return nil, notRegularError{before.Mode()}
+		}
+		if before.Size() > opts.MaxFileSize {
+			return nil, fmt.Errorf("file is %d bytes, more than the %d-byte limit", before.Size(), opts.MaxFileSize)
+		}
+		if age := time.Since(before.ModTime()); opts.Settle > 0 && age < opts.Settle && i < attempts {
+			time.Sleep(opts.Settle - age) // a writer is at work: let it finish
+			continue
+		}
+		data, err := readLimited(path, opts.MaxFileSize)
+		if err != nil {
+			return nil, err
+		}
+		after, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if after.ModTime().Equal(before.ModTime()) && after.Size() == before.Size() && os.SameFile(before, after) {
+			return data, nil
+		}
+		if i >= attempts {
+			return nil, fmt.Errorf("file kept changing while it was read (%d attempts); it is read again next run", attempts+1)
+		}
+	}
+}
+
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("file grew past the %d-byte limit while it was read", limit)
+	}
+	return data, nil
 }
 
 // DuplicateError is two manifests for the same object.
