@@ -27,21 +27,34 @@ func BuildManager(ctx context.Context, path string) error {
 	return nil
 }
 
-// TempManager builds the operator into a new temporary directory, which
-// remove deletes: for a TestMain.
-func TempManager() (path string, remove func(), err error) {
+// Built is the operator built from the checkout at Root into a temporary
+// directory: what a TestMain that runs it sets up.
+type Built struct {
+	Root, Manager string
+	dir           string
+}
+
+// BuildTemp builds the operator into a new temporary directory; Remove
+// deletes it.
+func BuildTemp() (*Built, error) {
+	root, err := controlplane.Root()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "featuregate-manager-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	remove = func() { _ = os.RemoveAll(dir) }
-	path = filepath.Join(dir, "manager")
-	if err := BuildManager(context.Background(), path); err != nil {
-		remove()
-		return "", nil, err
+	b := &Built{Root: root, Manager: filepath.Join(dir, "manager"), dir: dir}
+	if err := BuildManager(context.Background(), b.Manager); err != nil {
+		b.Remove()
+		return nil, err
 	}
-	return path, remove, nil
+	return b, nil
 }
+
+// Remove deletes the build.
+func (b *Built) Remove() { _ = os.RemoveAll(b.dir) }
 
 // ManagerOptions starts bin (the operator) against kubeconfig with health
 // probes on a free loopback port, metrics off and RFC 3339 log timestamps
