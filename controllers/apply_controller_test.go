@@ -45,7 +45,7 @@ func applyEnv(t *testing.T) (client.Client, context.Context) {
 
 func snapshotOf(t *testing.T, set configv1.FeatureSet) featuregate.Snapshot {
 	t.Helper()
-	s, err := featuregate.New(&configv1.FeatureGate{Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: set}}}, featuregate.Options{})
+	s, err := featuregate.New(controlplane.FeatureGate(set), featuregate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +204,7 @@ func TestApplierCorrectsDriftAndStopsOnRequest(t *testing.T) {
 func TestApplyRefusesWhenFeatureGateChanged(t *testing.T) {
 	g := NewWithT(t)
 	c, ctx := applyEnv(t)
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: configv1.TechPreviewNoUpgrade}}}
+	fg := controlplane.FeatureGate(configv1.TechPreviewNoUpgrade)
 	g.Expect(c.Create(ctx, fg)).To(Succeed())
 	a := newApplier(c, seedDir)
 	a.Live = c

@@ -12,7 +12,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -108,46 +108,6 @@ func fgContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// createFG creates a FeatureGate (and its status, when it has one) and
-// deletes it when the test ends.
-func createFG(ctx context.Context, t *testing.T, c client.Client, fg *configv1.FeatureGate) {
-	t.Helper()
-	g := NewWithT(t)
-	st := fg.Status
-	g.Expect(c.Create(ctx, fg)).To(Succeed())
-	t.Cleanup(func() {
-		if err := c.Delete(context.Background(), fg); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete FeatureGate %s: %v", fg.Name, err)
-		}
-	})
-	if len(st.FeatureGates) > 0 || len(st.Conditions) > 0 {
-		fg.Status = st
-		g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
-	}
-}
-
-func newFG(name string, set configv1.FeatureSet) *configv1.FeatureGate {
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	fg.Spec.FeatureSet = set
-	return fg
-}
-
-func gateList(names ...string) []configv1.FeatureGateAttributes {
-	out := make([]configv1.FeatureGateAttributes, 0, len(names))
-	for _, n := range names {
-		out = append(out, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
-	}
-	return out
-}
-
-func gateNames(names ...string) []configv1.FeatureGateName {
-	out := make([]configv1.FeatureGateName, 0, len(names))
-	for _, n := range names {
-		out = append(out, configv1.FeatureGateName(n))
-	}
-	return out
 }
 
 // statusEntry returns the status.featureGates entry for version, adding it
@@ -310,7 +270,7 @@ func TestFeatureGateChangeRequestsShutdown(t *testing.T) {
 	ctx := fgContext(t)
 	c := testClient(t)
 	name := newFeatureGateName()
-	createFG(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.Named(name)))
 
 	op := startFGOperator(t, featuregate.Options{Name: name}, nil, eventsOnly)
 	g.Eventually(op.startup.Taken()).WithTimeout(time.Minute).Should(BeClosed())
@@ -353,7 +313,9 @@ func TestNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 	}{
 		{
 			name: "label added",
-			fg:   func(name string) *configv1.FeatureGate { return newFG(name, configv1.Default) },
+			fg: func(name string) *configv1.FeatureGate {
+				return controlplane.FeatureGate(configv1.Default, controlplane.Named(name))
+			},
 			noop: specUpdate(func(fg *configv1.FeatureGate) { fg.Labels = map[string]string{"team": "x"} }),
 			change: specUpdate(func(fg *configv1.FeatureGate) {
 				fg.Spec.FeatureSet = configv1.TechPreviewNoUpgrade
@@ -362,24 +324,26 @@ func TestNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 		},
 		{
 			name: "annotation added",
-			fg:   func(name string) *configv1.FeatureGate { return newFG(name, configv1.TechPreviewNoUpgrade) },
+			fg: func(name string) *configv1.FeatureGate {
+				return controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
+			},
 			noop: specUpdate(func(fg *configv1.FeatureGate) {
 				fg.Annotations = map[string]string{"include.release.openshift.io/self-managed-high-availability": "true"}
 			}),
 			change: specUpdate(func(fg *configv1.FeatureGate) {
-				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: gateNames("X")}
+				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: controlplane.GateNames("X")}
 			}),
 			want: "customNoUpgrade.enabled added [X]",
 		},
 		{
 			name: "customNoUpgrade lists reordered",
 			fg: func(name string) *configv1.FeatureGate {
-				fg := newFG(name, configv1.CustomNoUpgrade)
-				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: gateNames("A", "B", "C"), Disabled: gateNames("D", "E")}
+				fg := controlplane.FeatureGate(configv1.CustomNoUpgrade, controlplane.Named(name))
+				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: controlplane.GateNames("A", "B", "C"), Disabled: controlplane.GateNames("D", "E")}
 				return fg
 			},
 			noop: specUpdate(func(fg *configv1.FeatureGate) {
-				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: gateNames("C", "A", "B"), Disabled: gateNames("E", "D")}
+				fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: controlplane.GateNames("C", "A", "B"), Disabled: controlplane.GateNames("E", "D")}
 			}),
 			change: specUpdate(func(fg *configv1.FeatureGate) {
 				fg.Spec.CustomNoUpgrade.Disabled = append(fg.Spec.CustomNoUpgrade.Disabled, "F")
@@ -390,21 +354,21 @@ func TestNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name: "status entry for another version changed",
 			opts: featuregate.Options{Version: version},
 			fg: func(name string) *configv1.FeatureGate {
-				fg := newFG(name, configv1.Default)
+				fg := controlplane.FeatureGate(configv1.Default, controlplane.Named(name))
 				fg.Status.FeatureGates = []configv1.FeatureGateDetails{
-					{Version: "4.10.0", Enabled: gateList("GateA"), Disabled: gateList("GateB")},
-					{Version: version, Enabled: gateList("GateA"), Disabled: gateList("GateB")},
+					{Version: "4.10.0", Enabled: controlplane.GateAttributes("GateA"), Disabled: controlplane.GateAttributes("GateB")},
+					{Version: version, Enabled: controlplane.GateAttributes("GateA"), Disabled: controlplane.GateAttributes("GateB")},
 				}
 				return fg
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				old := statusEntry(fg, "4.10.0")
-				old.Enabled, old.Disabled = gateList("GateB"), gateList("GateA")
-				*statusEntry(fg, "4.12.0") = configv1.FeatureGateDetails{Version: "4.12.0", Enabled: gateList("GateC")}
+				old.Enabled, old.Disabled = controlplane.GateAttributes("GateB"), controlplane.GateAttributes("GateA")
+				*statusEntry(fg, "4.12.0") = configv1.FeatureGateDetails{Version: "4.12.0", Enabled: controlplane.GateAttributes("GateC")}
 			}),
 			change: statusUpdate(func(fg *configv1.FeatureGate) {
 				ours := statusEntry(fg, version)
-				ours.Enabled, ours.Disabled = nil, gateList("GateA", "GateB")
+				ours.Enabled, ours.Disabled = nil, controlplane.GateAttributes("GateA", "GateB")
 			}),
 			want: "gate GateA enabled -> disabled in status for version 4.11.0",
 		},
@@ -412,23 +376,25 @@ func TestNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name: "unwatched gate changed for our version",
 			opts: featuregate.Options{Version: version, WatchedGates: []string{"GateA"}},
 			fg: func(name string) *configv1.FeatureGate {
-				fg := newFG(name, configv1.Default)
-				fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: version, Enabled: gateList("GateA", "GateB")}}
+				fg := controlplane.FeatureGate(configv1.Default, controlplane.Named(name))
+				fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: version, Enabled: controlplane.GateAttributes("GateA", "GateB")}}
 				return fg
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				ours := statusEntry(fg, version)
-				ours.Enabled, ours.Disabled = gateList("GateA"), gateList("GateB")
+				ours.Enabled, ours.Disabled = controlplane.GateAttributes("GateA"), controlplane.GateAttributes("GateB")
 			}),
 			change: statusUpdate(func(fg *configv1.FeatureGate) {
 				ours := statusEntry(fg, version)
-				ours.Enabled, ours.Disabled = nil, gateList("GateA", "GateB")
+				ours.Enabled, ours.Disabled = nil, controlplane.GateAttributes("GateA", "GateB")
 			}),
 			want: "gate GateA enabled -> disabled in status for version 4.11.0",
 		},
 		{
 			name: "status condition added",
-			fg:   func(name string) *configv1.FeatureGate { return newFG(name, configv1.Default) },
+			fg: func(name string) *configv1.FeatureGate {
+				return controlplane.FeatureGate(configv1.Default, controlplane.Named(name))
+			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				fg.Status.Conditions = []metav1.Condition{{
 					Type: "DeterminationDegraded", Status: metav1.ConditionFalse, Reason: "AsExpected",
@@ -449,7 +415,7 @@ func TestNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name := newFeatureGateName()
 			opts := tt.opts
 			opts.Name = name
-			createFG(ctx, t, c, tt.fg(name))
+			testharness.CreateSharedFeatureGate(t, c, tt.fg(name))
 
 			op := startFGOperator(t, opts, nil, eventsOnly)
 			g.Eventually(op.startup.Taken()).WithTimeout(time.Minute).Should(BeClosed())
@@ -472,9 +438,9 @@ func TestStatusOnlyChangeRequestsShutdown(t *testing.T) {
 	c := testClient(t)
 	name := newFeatureGateName()
 	const version = "4.11.0"
-	fg := newFG(name, configv1.TechPreviewNoUpgrade)
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: version, Enabled: gateList("GateA"), Disabled: gateList("GateB")}}
-	createFG(ctx, t, c, fg)
+	fg := controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: version, Enabled: controlplane.GateAttributes("GateA"), Disabled: controlplane.GateAttributes("GateB")}}
+	testharness.CreateSharedFeatureGate(t, c, fg)
 	generation := fg.Generation
 
 	op := startFGOperator(t, featuregate.Options{Name: name, Version: version, WatchedGates: []string{"GateA"}}, nil, eventsOnly)
@@ -485,7 +451,7 @@ func TestStatusOnlyChangeRequestsShutdown(t *testing.T) {
 
 	statusUpdate(func(fg *configv1.FeatureGate) {
 		ours := statusEntry(fg, version)
-		ours.Enabled, ours.Disabled = nil, gateList("GateA", "GateB")
+		ours.Enabled, ours.Disabled = nil, controlplane.GateAttributes("GateA", "GateB")
 	}).apply(ctx, t, c, name)
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, fg)).To(Succeed())
 	g.Expect(fg.Generation).To(Equal(generation), "a status update changed the generation: this test proves nothing")
@@ -502,7 +468,7 @@ func TestChangeBetweenReadAndWatchIsCaught(t *testing.T) {
 	ctx := fgContext(t)
 	c := testClient(t)
 	name := newFeatureGateName()
-	createFG(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.Named(name)))
 	opts := featuregate.Options{Name: name}
 
 	// The startup read, before the manager (and so the watch) exists.
@@ -526,7 +492,7 @@ func TestReconcileBeforeSnapshotRequeues(t *testing.T) {
 	ctx := fgContext(t)
 	c := testClient(t)
 	name := newFeatureGateName()
-	createFG(ctx, t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	testharness.CreateSharedFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name)))
 	opts := featuregate.Options{Name: name}
 	stopper := &recordingStopper{}
 	r := &FeatureGateReconciler{
@@ -549,8 +515,8 @@ func TestFeatureGateDeletedKeepsRunning(t *testing.T) {
 	ctx := fgContext(t)
 	c := testClient(t)
 	name := newFeatureGateName()
-	fg := newFG(name, configv1.TechPreviewNoUpgrade)
-	createFG(ctx, t, c, fg)
+	fg := controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
+	testharness.CreateSharedFeatureGate(t, c, fg)
 
 	op := startFGOperator(t, featuregate.Options{Name: name}, nil, eventsOnly)
 	g.Eventually(op.startup.Taken()).WithTimeout(time.Minute).Should(BeClosed())
@@ -579,7 +545,7 @@ func TestResyncRequeuesOnEquality(t *testing.T) {
 	ctx := fgContext(t)
 	c := testClient(t)
 	name := newFeatureGateName()
-	createFG(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.Named(name)))
 	opts := featuregate.Options{Name: name}
 
 	startup := featuregate.NewStartup(c, opts)
