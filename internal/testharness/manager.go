@@ -87,3 +87,17 @@ func StartManager(tb TB, bin, name, kubeconfig string, args ...string) *Process 
 	}
 	return StartT(tb, opts)
 }
+
+// RunWithManager is the body of a TestMain whose tests run the operator: it
+// builds it, hands the build to use, runs m and removes the build. A failed
+// build is reported on stderr under name, as exit code 1.
+func RunWithManager(m interface{ Run() int }, name string, use func(*Built)) int {
+	built, err := BuildTemp()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	defer built.Remove()
+	use(built)
+	return m.Run()
+}

@@ -7,7 +7,6 @@
 package deploy
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -27,14 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	built, err := testharness.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "deploy tests:", err)
-		return 1
-	}
-	defer built.Remove()
-	root, managerBin = built.Root, built.Manager
-	code := m.Run()
+	code := testharness.RunWithManager(m, "deploy tests", func(b *testharness.Built) { root, managerBin = b.Root, b.Manager })
 	kustomizeCleanup()
 	return code
 }

@@ -55,14 +55,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	built, err := testharness.BuildTemp()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer built.Remove()
-	repoRoot, managerBin = built.Root, built.Manager
-	code := m.Run()
+	code := testharness.RunWithManager(m, "e2e", func(b *testharness.Built) { repoRoot, managerBin = b.Root, b.Manager })
 	faults.summary(os.Stdout)
 	return code
 }
