@@ -25,7 +25,6 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 )
@@ -67,25 +66,16 @@ func run(manager string, restarts int, operatorArgs []string) error {
 	if err != nil {
 		return err
 	}
-	fg := &configv1.FeatureGate{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec:       configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: featureSet}},
-	}
-	if err := c.Create(ctx, fg); err != nil {
-		return fmt.Errorf("create FeatureGate cluster: %w", err)
-	}
 	// With RELEASE_VERSION, play the cluster-config-operator: publish the
 	// gates of that version in status, and tell the operator its version.
+	var status []controlplane.FeatureGateOption
 	if version := os.Getenv("RELEASE_VERSION"); version != "" {
-		fg.Status.FeatureGates = []configv1.FeatureGateDetails{{
-			Version:  version,
-			Enabled:  gates(os.Getenv("ENABLED_GATES")),
-			Disabled: gates(os.Getenv("DISABLED_GATES")),
-		}}
-		if err := c.Status().Update(ctx, fg); err != nil {
-			return fmt.Errorf("publish FeatureGate status for %s: %w", version, err)
-		}
+		status = append(status, controlplane.StatusGates(version, gates(os.Getenv("ENABLED_GATES")), gates(os.Getenv("DISABLED_GATES"))))
 		operatorArgs = append([]string{"--release-version=" + version}, operatorArgs...)
+	}
+	fg := controlplane.FeatureGate(featureSet, status...)
+	if err := controlplane.CreateFeatureGate(ctx, c, fg); err != nil {
+		return err
 	}
 
 	dir, err := os.MkdirTemp("", "featuregate-run-local-")
@@ -132,11 +122,12 @@ func featureSetName(s configv1.FeatureSet) string {
 	return string(s)
 }
 
-func gates(list string) []configv1.FeatureGateAttributes {
-	out := []configv1.FeatureGateAttributes{}
+// gates splits a comma list of gate names.
+func gates(list string) []string {
+	var out []string
 	for _, name := range strings.Split(list, ",") {
 		if name = strings.TrimSpace(name); name != "" {
-			out = append(out, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(name)})
+			out = append(out, name)
 		}
 	}
 	return out

@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -33,10 +32,7 @@ func TestControlPlaneEnforcesFeatureGateCEL(t *testing.T) {
 	defer cancel()
 
 	c := newClient(t, cp.Config)
-	fg := &configv1.FeatureGate{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec:       configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: configv1.TechPreviewNoUpgrade}},
-	}
+	fg := FeatureGate(configv1.TechPreviewNoUpgrade)
 	g.Expect(c.Create(ctx, fg)).To(Succeed())
 
 	fg.Spec.FeatureSet = configv1.DevPreviewNoUpgrade
@@ -55,7 +51,7 @@ func TestControlPlaneRestartAndSecondAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := newClient(t, cp.Config)
-	g.Expect(c.Create(ctx, &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}})).To(Succeed())
+	g.Expect(c.Create(ctx, FeatureGate(""))).To(Succeed())
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	err = c.Get(ctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
@@ -88,4 +84,14 @@ func TestOpenShiftCRDsExist(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate and ClusterOperator CRDs", files)
 	}
+}
+
+// The fixture sends lists, never null, for the gates a status entry lacks.
+func TestFeatureGateFixture(t *testing.T) {
+	g := NewWithT(t)
+	fg := FeatureGate(configv1.CustomNoUpgrade, Named("other"), CustomGates([]string{"A"}, nil), StatusGates("4.1.0", nil, []string{"B"}))
+	g.Expect(fg.Name).To(Equal("other"))
+	g.Expect(fg.Spec.CustomNoUpgrade.Enabled).To(Equal([]configv1.FeatureGateName{"A"}))
+	g.Expect(fg.Spec.CustomNoUpgrade.Disabled).To(BeEmpty())
+	g.Expect(fg.Status.FeatureGates).To(Equal([]configv1.FeatureGateDetails{{Version: "4.1.0", Enabled: []configv1.FeatureGateAttributes{}, Disabled: GateAttributes("B")}}))
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -23,7 +24,7 @@ func TestLiveGetterReadsFeatureGate(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	fg := featureGate(configv1.TechPreviewNoUpgrade)
-	createFeatureGate(ctx, t, apiReader(t, cp.Config), fg)
+	testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), fg)
 
 	lg, err := featuregate.NewLiveGetter(cp.Config)
 	g.Expect(err).NotTo(HaveOccurred())

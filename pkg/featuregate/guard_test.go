@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -176,22 +177,7 @@ func (gd *guarded) taken(t *testing.T) featuregate.Snapshot {
 }
 
 func newFG(name string, set configv1.FeatureSet) *configv1.FeatureGate {
-	return featureGate(set, func(fg *configv1.FeatureGate) { fg.Name = name })
-}
-
-func gateList(names ...string) []configv1.FeatureGateAttributes {
-	return details("", names, nil).Enabled
-}
-
-// createWithStatus creates fg and then its status, which create ignores.
-func createWithStatus(ctx context.Context, t *testing.T, c client.Client, fg *configv1.FeatureGate) {
-	t.Helper()
-	st := fg.Status
-	createFeatureGate(ctx, t, c, fg)
-	if len(st.FeatureGates) > 0 || len(st.Conditions) > 0 {
-		fg.Status = st
-		NewWithT(t).Expect(c.Status().Update(ctx, fg)).To(Succeed())
-	}
+	return featureGate(set, controlplane.Named(name))
 }
 
 // statusEntry returns the status.featureGates entry for version, adding it
@@ -297,7 +283,7 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	g.Expect(gd.taken(t).FeatureSetName()).To(Equal("Default"))
@@ -353,7 +339,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 		{
 			name: "customNoUpgrade lists reordered",
 			fg: func(name string) *configv1.FeatureGate {
-				return featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B", "C"}, []string{"D", "E"}), func(fg *configv1.FeatureGate) { fg.Name = name })
+				return featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B", "C"}, []string{"D", "E"}), controlplane.Named(name))
 			},
 			noop: specUpdate(custom([]string{"C", "A", "B"}, []string{"E", "D"})),
 			change: specUpdate(func(fg *configv1.FeatureGate) {
@@ -366,7 +352,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			opts: featuregate.Options{Version: version},
 			fg: func(name string) *configv1.FeatureGate {
 				return featureGate("", status("4.10.0", []string{"GateA"}, []string{"GateB"}), status(version, []string{"GateA"}, []string{"GateB"}),
-					func(fg *configv1.FeatureGate) { fg.Name = name })
+					controlplane.Named(name))
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				*statusEntry(fg, "4.10.0") = details("4.10.0", []string{"GateB"}, []string{"GateA"})
@@ -381,7 +367,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name: "unwatched gate changed for our version",
 			opts: featuregate.Options{Version: version, WatchedGates: []configv1.FeatureGateName{"GateA"}},
 			fg: func(name string) *configv1.FeatureGate {
-				return featureGate("", status(version, []string{"GateA", "GateB"}, nil), func(fg *configv1.FeatureGate) { fg.Name = name })
+				return featureGate("", status(version, []string{"GateA", "GateB"}, nil), controlplane.Named(name))
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				*statusEntry(fg, version) = details(version, []string{"GateA"}, []string{"GateB"})
@@ -412,7 +398,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name := uniqueName()
 			opts := tt.opts
 			opts.Name = name
-			createWithStatus(ctx, t, c, tt.fg(name))
+			testharness.CreateSharedFeatureGate(t, c, tt.fg(name))
 
 			gd := startGuarded(t, opts)
 			gd.taken(t)
@@ -435,8 +421,8 @@ func TestGuardStatusOnlyChangeRequestsShutdown(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	const version = "4.11.0"
-	fg := featureGate(configv1.TechPreviewNoUpgrade, status(version, []string{"GateA"}, []string{"GateB"}), func(fg *configv1.FeatureGate) { fg.Name = name })
-	createWithStatus(ctx, t, c, fg)
+	fg := featureGate(configv1.TechPreviewNoUpgrade, status(version, []string{"GateA"}, []string{"GateB"}), controlplane.Named(name))
+	testharness.CreateSharedFeatureGate(t, c, fg)
 	generation := fg.Generation
 
 	gd := startGuarded(t, featuregate.Options{Name: name, Version: version, WatchedGates: []configv1.FeatureGateName{"GateA"}})
@@ -464,7 +450,7 @@ func TestGuardChangeBetweenReadAndWatchIsCaught(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name, OnSnapshot: func(s featuregate.Snapshot) {
 		if s.FeatureSetName() == "Default" {
@@ -484,7 +470,7 @@ func TestGuardReconcileBeforeSnapshotRequeues(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
 	gd, guard := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(guard.SetupWithManager(guardedManager(t, guard))).To(Succeed()) // never started: no snapshot
 
@@ -505,7 +491,7 @@ func TestGuardFeatureGateDeletedKeepsRunning(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	fg := newFG(name, configv1.TechPreviewNoUpgrade)
-	createFeatureGate(ctx, t, c, fg)
+	testharness.CreateSharedFeatureGate(t, c, fg)
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.taken(t)
@@ -530,7 +516,7 @@ func TestGuardResyncRequeuesOnEquality(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name, ResyncPeriod: time.Second})
 	gd.taken(t)
@@ -551,7 +537,7 @@ func TestGuardCurrent(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.taken(t)
@@ -575,7 +561,7 @@ func TestGuardVerifierReadsLiveAfterAlarm(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, newFG(name, configv1.Default))
+	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd, guard := newGuard(t, featuregate.Options{Name: name, VerifyInterval: 50 * time.Millisecond})
 	g.Expect(featuregate.StartStartup(ctx, guard)).To(Succeed())
 	g.Expect(guard.Taken()).To(BeClosed())
@@ -619,7 +605,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(len(enabled)).To(BeNumerically(">", 50), "a real payload enables many gates")
 	name := uniqueName()
 	fg.Name = name
-	createWithStatus(ctx, t, c, fg)
+	testharness.CreateSharedFeatureGate(t, c, fg)
 
 	reg := prometheus.NewRegistry()
 	gd, guard := newGuard(t, featuregate.Options{Name: name, Version: version, Registry: reg, MetricsNamespace: "consumer",

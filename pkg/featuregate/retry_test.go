@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -131,9 +132,8 @@ func TestStartupHonoursRetryAfterUpToTheCap(t *testing.T) {
 func TestStartupHedgesAHeldRead(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	ctx := testContext(t)
 	name := uniqueName()
-	createFeatureGate(ctx, t, apiReader(t, cp.Config), newFG(name, "TechPreviewNoUpgrade"))
+	testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, "TechPreviewNoUpgrade"))
 	live := liveCounting(t, cp.Config)
 	held := &holdFirst{Getter: live, release: make(chan struct{})}
 	t.Cleanup(func() { close(held.release) })

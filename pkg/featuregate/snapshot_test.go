@@ -6,53 +6,18 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
-// mutation changes a FeatureGate under construction.
-type mutation func(*configv1.FeatureGate)
-
-// featureGate is a FeatureGate as the API server would hand it back.
-func featureGate(set configv1.FeatureSet, mutations ...mutation) *configv1.FeatureGate {
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
-	fg.Spec.FeatureSet = set
-	for _, m := range mutations {
-		m(fg)
-	}
-	return fg
-}
-
-func custom(enabled, disabled []string) mutation {
-	return func(fg *configv1.FeatureGate) {
-		c := &configv1.CustomFeatureGates{}
-		for _, n := range enabled {
-			c.Enabled = append(c.Enabled, configv1.FeatureGateName(n))
-		}
-		for _, n := range disabled {
-			c.Disabled = append(c.Disabled, configv1.FeatureGateName(n))
-		}
-		fg.Spec.CustomNoUpgrade = c
-	}
-}
-
-func status(version string, enabled, disabled []string) mutation {
-	return func(fg *configv1.FeatureGate) {
-		fg.Status.FeatureGates = append(fg.Status.FeatureGates, details(version, enabled, disabled))
-	}
-}
-
-func details(version string, enabled, disabled []string) configv1.FeatureGateDetails {
-	d := configv1.FeatureGateDetails{Version: version}
-	for _, n := range enabled {
-		d.Enabled = append(d.Enabled, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
-	}
-	for _, n := range disabled {
-		d.Disabled = append(d.Disabled, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
-	}
-	return d
-}
+// The shared fixture, under short names for the tables below.
+var (
+	featureGate = controlplane.FeatureGate
+	custom      = controlplane.CustomGates
+	status      = controlplane.StatusGates
+	details     = controlplane.GateDetails
+)
 
 func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.View) featuregate.Snapshot {
 	t.Helper()

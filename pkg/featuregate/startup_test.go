@@ -11,7 +11,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -88,17 +88,6 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// createFeatureGate creates fg and deletes it when the test ends.
-func createFeatureGate(ctx context.Context, t *testing.T, c client.Client, fg *configv1.FeatureGate) {
-	t.Helper()
-	NewWithT(t).Expect(c.Create(ctx, fg)).To(Succeed())
-	t.Cleanup(func() {
-		if err := c.Delete(context.Background(), fg); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete FeatureGate %s: %v", fg.Name, err)
-		}
-	})
-}
-
 // runStartup starts s as the manager would, and stops it when the test
 // ends. The returned channel receives Start's result.
 func runStartup(t *testing.T, s *featuregate.Startup) <-chan error {
@@ -153,10 +142,9 @@ func (r *snapshotSeen) Start(ctx context.Context) error {
 func TestStartupWaitsForAPIServer(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
-	createFeatureGate(ctx, t, c, featureGate(configv1.TechPreviewNoUpgrade, func(fg *configv1.FeatureGate) { fg.Name = name }))
+	testharness.CreateSharedFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name)))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	down := true
@@ -206,7 +194,6 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 func TestStartupWaitsForFeatureGate(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
 
@@ -216,7 +203,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 		Equal(fmt.Sprintf("initial FeatureGate not read yet: FeatureGate %s not found", name)))
 	g.Expect(s.Taken()).NotTo(BeClosed())
 
-	createFeatureGate(ctx, t, c, featureGate("", func(fg *configv1.FeatureGate) { fg.Name = name }))
+	testharness.CreateSharedFeatureGate(t, c, featureGate("", controlplane.Named(name)))
 	g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, _ := s.Snapshot()
@@ -287,8 +274,8 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
-	fg := featureGate(configv1.TechPreviewNoUpgrade, func(fg *configv1.FeatureGate) { fg.Name = name })
-	createFeatureGate(ctx, t, c, fg)
+	fg := featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
+	testharness.CreateSharedFeatureGate(t, c, fg)
 	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details("4.10.0", []string{"GateA"}, nil)}
 	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 

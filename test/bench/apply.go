@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"io"
 	"net/http"
 	"os"
@@ -18,13 +19,13 @@ import (
 
 // appliedLine is what the applier logs after each run.
 type appliedLine struct {
-	line                     logLine
+	line                     testharness.Line
 	applied, failed, invalid int
 	excluded                 int
 	duration                 time.Duration
 }
 
-func parseApplied(l logLine) (appliedLine, error) {
+func parseApplied(l testharness.Line) (appliedLine, error) {
 	var f struct {
 		Applied, Failed, Invalid, Excluded int
 		Duration                           string
@@ -170,11 +171,8 @@ func serverPIDs(pl *plane) []int {
 func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, included int, st *applyStats) (*plane, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	pl, err := b.startPlane(fmt.Sprintf("apply-operator-%d", r))
+	pl, err := b.featureGatePlane(ctx, fmt.Sprintf("apply-operator-%d", r))
 	if err != nil {
-		return pl, err
-	}
-	if err := createFeatureGate(ctx, pl.c); err != nil {
 		return pl, err
 	}
 	servers := serverPIDs(pl)
@@ -183,12 +181,12 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 	if err != nil {
 		return pl, err
 	}
-	defer p.stop(10 * time.Second)
-	first, i, err := p.waitLine(ctx, 0, `"applied manifests"`)
+	defer p.Stop(10 * time.Second)
+	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`))
 	if err != nil {
 		return pl, err
 	}
-	cpu0, err := procCPU(p.cmd.Process.Pid)
+	cpu0, err := procCPU(p.Pid())
 	if err != nil {
 		return pl, err
 	}
@@ -198,16 +196,16 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	if a.failed > 0 || a.invalid > 0 || a.applied != included {
-		return pl, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.logFile.Name())
+		return pl, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.LogPath())
 	}
-	wall := first.At().Sub(p.started)
+	wall := first.At().Sub(p.Started())
 	st.opStart.add(wall)
 	st.opRun.add(a.duration)
 	st.opCPU, st.opServerCPU, st.opWall = append(st.opCPU, cpu0), append(st.opServerCPU, server1-server0), append(st.opWall, wall)
-	if l, ok := p.findLine("startup feature set"); ok {
+	if l, ok := p.Log.Find(testharness.Contains("startup feature set")); ok {
 		st.opSnap.add(first.At().Sub(l.At()))
 	}
-	second, _, err := p.waitLine(ctx, i+1, `"applied manifests"`)
+	second, _, err := p.WaitLine(ctx, i+1, testharness.Contains(`"applied manifests"`))
 	if err != nil {
 		return pl, err
 	}
@@ -219,7 +217,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, fmt.Errorf("operator re-apply: %d failed", a2.failed)
 	}
 	st.opNoop.add(a2.duration)
-	if cpu1, err := procCPU(p.cmd.Process.Pid); err == nil {
+	if cpu1, err := procCPU(p.Pid()); err == nil {
 		st.noopCPU = append(st.noopCPU, cpu1-cpu0)
 	}
 	return pl, nil
@@ -299,7 +297,7 @@ func kubectlApply(ctx context.Context, kubectl, kubeconfig, dir, logPath string)
 func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCPU []time.Duration) ([][2]string, []check, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.idle+3*time.Minute)
 	defer cancel()
-	port, err := freePort()
+	port, err := testharness.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -308,8 +306,8 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	if err != nil {
 		return nil, nil, err
 	}
-	defer p.stop(10 * time.Second)
-	first, i, err := p.waitLine(ctx, 0, `"applied manifests"`)
+	defer p.Stop(10 * time.Second)
+	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -317,7 +315,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	if err != nil {
 		return nil, nil, err
 	}
-	pid := p.cmd.Process.Pid
+	pid := p.Pid()
 	cpuAfterApply, err := procCPU(pid)
 	if err != nil {
 		return nil, nil, err
@@ -348,8 +346,8 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	}
 	window := time.Since(w0)
 	m2, _ := procStatus(pid)
-	if _, ok := p.findLineFrom(i+1, `"applied manifests"`); ok {
-		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.logFile.Name())
+	if _, _, ok := p.Log.FindFrom(i+1, testharness.Contains(`"applied manifests"`)); ok {
+		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.LogPath())
 	}
 	perHour := time.Duration(float64(cpu1-cpu0) * float64(time.Hour) / float64(window))
 	g := "n/a (" + fmt.Sprint(gerr) + ")"
@@ -377,21 +375,21 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 			reapply.Round(10*time.Millisecond), len(noopCPU), resyncs, perHour.Seconds()+resyncs*reapply.Seconds())})
 	}
 	checks := []check{{"RSS ≤ 40 MiB (idle, 800-manifest payload applied)", mib(rss), rss <= 40*1024}}
-	p.stop(10 * time.Second)
+	p.Stop(10 * time.Second)
 
 	// The same without manifests: how much of the footprint the payload is.
 	bare, err := b.operator(pl, "footprint-bare")
 	if err != nil {
 		return rows, checks, err
 	}
-	defer bare.stop(10 * time.Second)
-	if _, _, err := bare.waitLine(ctx, 0, `"applied manifests"`); err != nil {
+	defer bare.Stop(10 * time.Second)
+	if _, _, err := bare.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`)); err != nil {
 		return rows, checks, err
 	}
 	if err := sleep(ctx, idleSettle); err != nil {
 		return rows, checks, err
 	}
-	bm, err := procStatus(bare.cmd.Process.Pid)
+	bm, err := procStatus(bare.Pid())
 	if err != nil {
 		return rows, checks, err
 	}
@@ -423,9 +421,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// metricsClient scrapes a process that may be gone the next run, its port
+// someone else's: no kept-alive connections.
+var metricsClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
 // scrapeMetric reads one unlabelled sample from a Prometheus text endpoint.
 func scrapeMetric(url, name string) (float64, error) {
-	resp, err := probeClient.Get(url)
+	resp, err := metricsClient.Get(url)
 	if err != nil {
 		return 0, err
 	}

@@ -31,17 +31,6 @@ func TestPercentile(t *testing.T) {
 	g.Expect(summarize(nil).N).To(BeZero())
 }
 
-func TestParseLogLine(t *testing.T) {
-	g := NewWithT(t)
-	recv := time.Now()
-	l := parseLogLine(`{"level":"info","ts":"2026-12-02T17:27:58.123456789Z","msg":"x; requesting shutdown"}`, recv)
-	g.Expect(l.Msg).To(Equal("x; requesting shutdown"))
-	g.Expect(l.TS).To(Equal(time.Date(2026, 12, 2, 17, 27, 58, 123456789, time.UTC)))
-	k := parseLogLine(`I1202 17:27:58.1 leaderelection.go:1] successfully acquired lease`, recv)
-	g.Expect(k.TS.IsZero()).To(BeTrue())
-	g.Expect(k.At()).To(Equal(recv))
-}
-
 func TestParseStatCPU(t *testing.T) {
 	g := NewWithT(t)
 	stat := "1234 (my manager) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"

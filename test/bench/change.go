@@ -22,6 +22,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -133,23 +134,19 @@ func (b *bench) measureChange(ctx context.Context) *section {
 	startReady := &series{Label: "process start → /readyz 200 (API up)", Short: "start -> ready (API up)"}
 	sec.Series = []*series{proc.op, proc.floor, proc.opResp, proc.floorResp, proc.delta, inproc.op, inproc.floor, inproc.opResp, inproc.floorResp, inproc.delta, stopExit, stopLog, startReady}
 
-	pl, err := b.startPlane("change")
+	pl, err := b.featureGatePlane(ctx, "change")
 	if err != nil {
 		sec.Err = err
 		return sec
 	}
 	defer pl.stop()
-	if err := createFeatureGate(ctx, pl.c); err != nil {
-		sec.Err = err
-		return sec
-	}
 	var e errs
 	lost := 0
 	for i := 0; i < b.runs && ctx.Err() == nil; i++ {
 		p, err := b.changeProcessRun(ctx, pl, i, proc, stopExit, stopLog, startReady)
 		e.add(i, err)
 		if p != nil {
-			if _, ok := p.findLine("Unable to write event"); ok {
+			if _, ok := p.Log.Find(testharness.Contains("Unable to write event")); ok {
 				lost++
 			}
 		}
@@ -194,25 +191,25 @@ func countEvents(ctx context.Context, pl *plane, reason string) (int, error) {
 	return n, nil
 }
 
-func (b *bench) changeProcessRun(ctx context.Context, pl *plane, i int, cs changeSeries, stopExit, stopLog, startReady *series) (*proc, error) {
+func (b *bench) changeProcessRun(ctx context.Context, pl *plane, i int, cs changeSeries, stopExit, stopLog, startReady *series) (*testharness.Process, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	p, err := b.operator(pl, fmt.Sprintf("change-%d", i))
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop(10 * time.Second)
+	defer p.Stop(10 * time.Second)
 	return p, b.changeProcessTimed(ctx, pl, p, cs, stopExit, stopLog, startReady)
 }
 
-func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *proc, cs changeSeries, stopExit, stopLog, startReady *series) error {
-	readyAt, err := p.waitReady(ctx, 5*time.Millisecond)
+func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharness.Process, cs changeSeries, stopExit, stopLog, startReady *series) error {
+	readyAt, err := p.WaitReady(ctx, 5*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	startReady.add(readyAt.Sub(p.started))
+	startReady.add(readyAt.Sub(p.Started()))
 	for _, line := range []string{`"Starting workers"`, `"applied manifests"`} {
-		if _, _, err := p.waitLine(ctx, 0, line); err != nil {
+		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
 			return err
 		}
 	}
@@ -236,15 +233,15 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *proc, cs c
 	if err != nil {
 		return err
 	}
-	detected, _, err := p.waitLine(ctx, 0, "requesting shutdown")
+	detected, _, err := p.WaitLine(ctx, 0, testharness.Contains("requesting shutdown"))
 	if err != nil {
 		return err
 	}
-	exited, err := p.waitExit(ctx)
+	exited, err := p.Wait(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.exitError(); err != nil {
+	if err := p.Err(); err != nil {
 		return fmt.Errorf("operator exit after a change: %w", err)
 	}
 	if detected.TS.IsZero() {
@@ -252,7 +249,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *proc, cs c
 	}
 	cs.add(sent, resp, floorAt, detected.TS)
 	stopExit.add(exited.Sub(detected.TS))
-	if l, ok := p.findLine("graceful shutdown complete"); ok {
+	if l, ok := p.Log.Find(testharness.Contains("graceful shutdown complete")); ok {
 		stopLog.add(l.At().Sub(detected.TS))
 	}
 	return nil

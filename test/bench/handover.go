@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	"strings"
 	"sync"
 	"time"
@@ -80,17 +81,13 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 	leaderExit := &series{Label: "leader: stop requested → process exited (drain + lease release)", Short: "stop -> exit (leader)", Target: time.Second}
 	sec.Series = []*series{with, withLease, withReady, without, leaderExit}
 
-	pl, err := b.startPlane("handover")
+	pl, err := b.featureGatePlane(ctx, "handover")
 	if err != nil {
 		sec.Err = err
 		return sec
 	}
 	defer pl.stop()
-	if err := createFeatureGate(ctx, pl.c); err != nil {
-		sec.Err = err
-		return sec
-	}
-	var pair [2]*proc
+	var pair [2]*testharness.Process
 	for j := range pair {
 		if pair[j], err = b.replica(pl, fmt.Sprintf("handover-init-%d", j)); err != nil {
 			sec.Err = err
@@ -100,7 +97,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 	defer func() {
 		for _, p := range pair {
 			if p != nil {
-				p.stop(10 * time.Second)
+				p.Stop(10 * time.Second)
 			}
 		}
 	}()
@@ -123,7 +120,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 				e.add(run, err)
 				// Start over from a fresh pair.
 				for j := range pair {
-					pair[j].stop(10 * time.Second)
+					pair[j].Stop(10 * time.Second)
 					if pair[j], err = b.replica(pl, fmt.Sprintf("handover-restart-%d-%d", run, j)); err != nil {
 						sec.Err = err
 						return sec
@@ -161,7 +158,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 	return sec
 }
 
-func (b *bench) replica(pl *plane, name string) (*proc, error) {
+func (b *bench) replica(pl *plane, name string) (*testharness.Process, error) {
 	return b.operator(pl, name, "--leader-elect", "--leader-election-namespace=default")
 }
 
@@ -172,22 +169,22 @@ type handoverResult struct {
 
 // handoverRun changes the FeatureGate under a running pair and times the
 // handover to their replacements, which it returns as the next pair.
-func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run int, kill bool) (handoverResult, [2]*proc, error) {
+func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness.Process, run int, kill bool) (handoverResult, [2]*testharness.Process, error) {
 	var res handoverResult
-	var next [2]*proc
+	var next [2]*testharness.Process
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 
 	// Steady state: both ready, one leads and has applied.
 	leader := -1
 	for _, p := range pair {
-		if _, err := p.waitReady(ctx, 20*time.Millisecond); err != nil {
+		if _, err := p.WaitReady(ctx, 20*time.Millisecond); err != nil {
 			return res, next, err
 		}
 	}
 	for leader < 0 {
 		for j, p := range pair {
-			if _, ok := p.findLine(acquiredLease); ok {
+			if _, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok {
 				leader = j
 			}
 		}
@@ -199,7 +196,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 			}
 		}
 	}
-	if _, _, err := pair[leader].waitLine(ctx, 0, `"applied manifests"`); err != nil {
+	if _, _, err := pair[leader].WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`)); err != nil {
 		return res, next, err
 	}
 	old, err := lease(ctx, pl.c, leaseName)
@@ -211,13 +208,11 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 	var killMu sync.Mutex
 	if kill {
 		lp := pair[leader]
-		lp.OnLine(func(l logLine) {
-			if strings.Contains(l.Raw, "requesting shutdown") {
-				lp.kill()
-				killMu.Lock()
-				killedAt = time.Now()
-				killMu.Unlock()
-			}
+		lp.Log.OnFirst(testharness.Contains("requesting shutdown"), func(testharness.Line) {
+			lp.Kill()
+			killMu.Lock()
+			killedAt = time.Now()
+			killMu.Unlock()
 		})
 	}
 	changes, stopPoll := pollLease(ctx, pl)
@@ -226,13 +221,13 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 	// The kubelet: a replacement the moment a process exits.
 	type started struct {
 		j   int
-		p   *proc
+		p   *testharness.Process
 		err error
 	}
 	startedCh := make(chan started, 2)
 	for j, p := range pair {
 		go func() {
-			if _, err := p.waitExit(ctx); err != nil {
+			if _, err := p.Wait(ctx); err != nil {
 				startedCh <- started{j, nil, err}
 				return
 			}
@@ -264,7 +259,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 	newLeader := -1
 	for newLeader < 0 {
 		for j, p := range next {
-			if _, ok := p.findLine(acquiredLease); ok {
+			if _, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok {
 				newLeader = j
 				break
 			}
@@ -278,11 +273,11 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 		}
 	}
 	nl := next[newLeader]
-	readyAt, err := nl.waitReady(ctx, 5*time.Millisecond)
+	readyAt, err := nl.WaitReady(ctx, 5*time.Millisecond)
 	if err != nil {
 		return res, next, err
 	}
-	snap, _, err := nl.waitLine(ctx, 0, "startup feature set")
+	snap, _, err := nl.WaitLine(ctx, 0, testharness.Contains("startup feature set"))
 	if err != nil {
 		return res, next, err
 	}
@@ -320,7 +315,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 		if j == leader {
 			continue
 		}
-		if l, ok := p.findLine(acquiredLease); ok && l.Recv.After(t0) {
+		if l, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok && l.Recv.After(t0) {
 			return res, next, fmt.Errorf("the old standby took the lease on its way out")
 		}
 	}
@@ -332,8 +327,8 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*proc, run i
 		k := killedAt
 		killMu.Unlock()
 		res.discarded = released || k.IsZero()
-	} else if l, ok := pair[leader].findLine("requesting shutdown"); ok {
-		res.leaderStopExit = pair[leader].exitedAt().Sub(l.At())
+	} else if l, ok := pair[leader].Log.Find(testharness.Contains("requesting shutdown")); ok {
+		res.leaderStopExit = pair[leader].ExitedAt().Sub(l.At())
 	}
 	return res, next, nil
 }

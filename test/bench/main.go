@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -32,15 +31,12 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The FeatureGate the benchmarks change: status carries an entry for
@@ -114,7 +110,7 @@ func run(o options) int {
 		_ = os.RemoveAll(tmp)
 	}()
 	defer stopAllPlanes()
-	defer stopAllProcs()
+	defer testharness.StopAll(5 * time.Second)
 
 	root, err := controlplane.Root()
 	if err != nil {
@@ -125,11 +121,8 @@ func run(o options) int {
 	if b.manager == "" {
 		b.manager = filepath.Join(tmp, "manager")
 		fmt.Println("bench: building the operator")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.manager, ".")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: build the operator:", err)
+		if err := testharness.BuildManager(ctx, b.manager); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
 	} else if b.manager, err = filepath.Abs(b.manager); err != nil {
@@ -236,12 +229,7 @@ var planes struct {
 	all []*plane
 }
 
-var scheme = func() *kruntime.Scheme {
-	s := kruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(configv1.Install(s))
-	return s
-}()
+var scheme = controlplane.Scheme()
 
 // startPlane starts a fresh etcd and kube-apiserver with the OpenShift CRDs.
 func (b *bench) startPlane(name string) (*plane, error) {
@@ -293,39 +281,37 @@ func (b *bench) dir(name string) string {
 	return d
 }
 
-// operator starts an operator process against pl.
-func (b *bench) operator(pl *plane, name string, args ...string) (*proc, error) {
-	port, err := freePort()
+// operator starts an operator process against pl, its output kept in the
+// measurement's directory.
+func (b *bench) operator(pl *plane, name string, args ...string) (*testharness.Process, error) {
+	opts, err := testharness.ManagerOptions(b.manager, name, pl.kubeconfig, append([]string{"--release-version=" + benchVersion}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string{"--release-version=" + benchVersion}, args...)
-	return startProc(name, b.manager, pl.kubeconfig, filepath.Join(b.dir(name), "operator.log"), port, args...)
+	opts.LogFile = filepath.Join(b.dir(name), "operator.log")
+	return testharness.Start(opts)
 }
 
-// createFeatureGate creates FeatureGate/cluster with the Default feature
-// set and a status entry for benchVersion with benchGate enabled.
-func createFeatureGate(ctx context.Context, c client.Client) error {
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
-	if err := c.Create(ctx, fg); err != nil {
-		return fmt.Errorf("create FeatureGate: %w", err)
+// featureGatePlane is startPlane with FeatureGate/cluster created: the
+// Default feature set, and a status entry for benchVersion with benchGate
+// enabled.
+func (b *bench) featureGatePlane(ctx context.Context, name string) (*plane, error) {
+	pl, err := b.startPlane(name)
+	if err != nil {
+		return pl, err
 	}
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{gateDetails(true)}
-	if err := c.Status().Update(ctx, fg); err != nil {
-		return fmt.Errorf("publish FeatureGate status: %w", err)
+	if err := controlplane.CreateFeatureGate(ctx, pl.c, controlplane.FeatureGate("", controlplane.StatusGates(benchVersion, []string{benchGate}, nil))); err != nil {
+		pl.stop()
+		return nil, err
 	}
-	return nil
+	return pl, nil
 }
 
 func gateDetails(enabled bool) configv1.FeatureGateDetails {
-	d := configv1.FeatureGateDetails{Version: benchVersion, Enabled: []configv1.FeatureGateAttributes{}, Disabled: []configv1.FeatureGateAttributes{}}
-	attr := configv1.FeatureGateAttributes{Name: benchGate}
 	if enabled {
-		d.Enabled = append(d.Enabled, attr)
-	} else {
-		d.Disabled = append(d.Disabled, attr)
+		return controlplane.GateDetails(benchVersion, []string{benchGate}, nil)
 	}
-	return d
+	return controlplane.GateDetails(benchVersion, nil, []string{benchGate})
 }
 
 // flip is a prepared change of the FeatureGate: the object to write, read

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // apiPoll is how often the harness starts a read to see whether the API
@@ -53,16 +54,12 @@ func (b *bench) measureReady(ctx context.Context) *section {
 		{"`--initial-fetch-backoff-cap=1s`: API available → /readyz 200", "ready: cap 1s", "--initial-fetch-backoff-cap=1s", time.Second, b.frac(3, 1)},
 	}
 	snapLog := &series{Label: "default cap: API available → `startup feature set` logged", NoChart: true}
-	pl, err := b.startPlane("ready")
+	pl, err := b.featureGatePlane(ctx, "ready")
 	if err != nil {
 		sec.Err = err
 		return sec
 	}
 	defer pl.stop()
-	if err := createFeatureGate(ctx, pl.c); err != nil {
-		sec.Err = err
-		return sec
-	}
 	var e errs
 	stalled := make([][]time.Duration, len(variants))
 	for vi, v := range variants {
@@ -124,8 +121,8 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name, capFlag string, b
 		_, _ = restartAPI(ctx, pl)
 		return 0, err
 	}
-	defer p.stop(10 * time.Second)
-	if _, _, err := p.waitLine(ctx, 0, fmt.Sprintf(`"retryIn":"%s"`, backoffCap)); err != nil {
+	defer p.Stop(10 * time.Second)
+	if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(fmt.Sprintf(`"retryIn":"%s"`, backoffCap))); err != nil {
 		_, _ = restartAPI(ctx, pl)
 		return 0, err
 	}
@@ -137,12 +134,12 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name, capFlag string, b
 	if err != nil {
 		return 0, err
 	}
-	readyAt, err := p.waitReady(ctx, 5*time.Millisecond)
+	readyAt, err := p.WaitReady(ctx, 5*time.Millisecond)
 	if err != nil {
 		return 0, err
 	}
 	ser.add(readyAt.Sub(apiAt))
-	snap, i, err := p.waitLine(ctx, 0, "startup feature set")
+	snap, i, err := p.WaitLine(ctx, 0, testharness.Contains("startup feature set"))
 	if err != nil {
 		return 0, err
 	}
@@ -157,21 +154,14 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name, capFlag string, b
 
 // lastAttemptStart is when the read that ended at line index end began:
 // the last failure before it plus the logged retryIn.
-func lastAttemptStart(p *proc, end int) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := end - 1; i >= 0; i-- {
-		l := p.lines[i]
+func lastAttemptStart(p *testharness.Process, end int) (time.Time, bool) {
+	lines := p.Log.Lines()
+	for i := min(end, len(lines)) - 1; i >= 0; i-- {
+		l := lines[i]
 		if !strings.Contains(l.Raw, "Error getting FeatureGate") {
 			continue
 		}
-		var f struct {
-			RetryIn string `json:"retryIn"`
-		}
-		if json.Unmarshal([]byte(l.Raw), &f) != nil {
-			return time.Time{}, false
-		}
-		d, err := time.ParseDuration(f.RetryIn)
+		d, err := time.ParseDuration(l.Get("retryIn"))
 		if err != nil {
 			return time.Time{}, false
 		}
@@ -193,16 +183,12 @@ func (b *bench) measureOutage(ctx context.Context) *section {
 	detect := &series{Label: "API back → `requesting shutdown` logged", Short: "outage: API back -> detected"}
 	outage := &series{Label: "outage length (API server stopped → answering again)", Short: "outage: length"}
 	sec.Series = []*series{exit, detect, outage}
-	pl, err := b.startPlane("outage")
+	pl, err := b.featureGatePlane(ctx, "outage")
 	if err != nil {
 		sec.Err = err
 		return sec
 	}
 	defer pl.stop()
-	if err := createFeatureGate(ctx, pl.c); err != nil {
-		sec.Err = err
-		return sec
-	}
 	secondCfg, err := pl.cp.SecondAPIServer()
 	if err != nil {
 		sec.Err = err
@@ -240,9 +226,9 @@ func (b *bench) outageRun(ctx context.Context, pl *plane, second client.Client, 
 	if err != nil {
 		return err
 	}
-	defer p.stop(10 * time.Second)
+	defer p.Stop(10 * time.Second)
 	for _, line := range []string{`"Starting workers"`, `"applied manifests"`} {
-		if _, _, err := p.waitLine(ctx, 0, line); err != nil {
+		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
 			return err
 		}
 	}
@@ -263,25 +249,22 @@ func (b *bench) outageRun(ctx context.Context, pl *plane, second client.Client, 
 	if err != nil {
 		return err
 	}
-	exited, err := p.waitExit(ctx)
+	exited, err := p.Wait(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.exitError(); err != nil {
+	if err := p.Err(); err != nil {
 		return fmt.Errorf("operator exit: %w", err)
 	}
 	exit.add(exited.Sub(apiAt))
 	outage.add(apiAt.Sub(stopped))
-	if l, ok := p.findLine("requesting shutdown"); ok {
+	if l, ok := p.Log.Find(testharness.Contains("requesting shutdown")); ok {
 		detect.add(l.At().Sub(apiAt))
-		var f struct {
-			DetectedBy string `json:"detectedBy"`
+		detectedBy := l.Get("detectedBy")
+		if detectedBy == "" {
+			detectedBy = "?"
 		}
-		_ = json.Unmarshal([]byte(l.Raw), &f)
-		if f.DetectedBy == "" {
-			f.DetectedBy = "?"
-		}
-		by[f.DetectedBy]++
+		by[detectedBy]++
 	}
 	return nil
 }

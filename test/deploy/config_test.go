@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/featuregate-operator/operator/internal/testharness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +52,10 @@ func TestInvalidConfigurationExits2(t *testing.T) {
 			// Were the configuration accepted, the operator would run with
 			// no cluster: nothing to connect to, so it could not succeed.
 			args = append(args, "--kubeconfig=/nonexistent", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-			code, out := runToExit(t, time.Minute, args...)
+			op := startOperator(t, "", args...)
+			code, err := op.WaitExit(time.Minute)
+			g.Expect(err).NotTo(HaveOccurred())
+			out := op.Log.String()
 			g.Expect(code).To(Equal(2), out)
 			for _, w := range tc.want {
 				g.Expect(out).To(ContainSubstring(w))
@@ -75,27 +79,27 @@ func TestSampleConfigRuns(t *testing.T) {
 
 	// The sample's releaseVersion is testVersion; its watchedGates are
 	// ExampleGateA and ExampleGateB.
-	createFeatureGate(ctx, t, admin, configv1.TechPreviewNoUpgrade, []string{"ExampleGateA", "UnwatchedGate"}, []string{"ExampleGateB"})
+	createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, []string{"ExampleGateA", "UnwatchedGate"}, []string{"ExampleGateB"})
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(cp.WriteKubeconfig(kubeconfig)).To(Succeed())
-	health := freeAddr(t)
-	op := startOperator(t,
+	health := testharness.FreeAddr(t)
+	op := startOperator(t, health,
 		"--config="+filepath.Join(root, "config", "samples", "operatorconfig.yaml"),
 		"--kubeconfig="+kubeconfig,
-		"--metrics-bind-address="+freeAddr(t),
+		"--metrics-bind-address="+testharness.FreeAddr(t),
 		"--health-probe-bind-address="+health,
 		"--leader-election-namespace=default",
 		"--manifests-dir="+t.TempDir(),
 	)
-	waitReady(t, op, health)
-	g.Expect(op.output.String()).To(ContainSubstring(
+	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
+	g.Expect(op.Log.String()).To(ContainSubstring(
 		"startup feature set TechPreviewNoUpgrade (version " + testVersion + ": enabled [ExampleGateA], disabled [ExampleGateB])"))
 	// The sample's clusterOperatorName and leader election are in effect.
 	g.Eventually(func() error {
 		return admin.Get(ctx, client.ObjectKey{Name: "featuregate-operator"}, &configv1.ClusterOperator{})
 	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
-	g.Expect(op.cmd.Process.Signal(os.Interrupt)).To(Succeed())
-	g.Expect(op.waitExit(t, time.Minute)).To(Equal(0))
-	g.Expect(op.output.String()).To(ContainSubstring("graceful shutdown complete: signal"))
+	g.Expect(op.Signal(os.Interrupt)).To(Succeed())
+	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
+	g.Expect(op.Log.String()).To(ContainSubstring("graceful shutdown complete: signal"))
 }

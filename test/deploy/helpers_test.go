@@ -1,23 +1,12 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
-	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,12 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // testVersion is the release version the tests publish FeatureGate status
@@ -41,15 +29,7 @@ const testVersion = "4.18.0"
 // stopped when the test ends.
 func startControlPlane(t *testing.T) (*controlplane.ControlPlane, client.Client) {
 	t.Helper()
-	cp, err := controlplane.Start(controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
+	cp := testharness.StartControlPlane(t, controlplane.Options{})
 	c, err := controlplane.NewClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -60,28 +40,9 @@ func startControlPlane(t *testing.T) (*controlplane.ControlPlane, client.Client)
 // createFeatureGate creates FeatureGate/cluster with set, and publishes its
 // status for testVersion with the given gates, as the cluster-config-operator
 // would.
-func createFeatureGate(ctx context.Context, t *testing.T, c client.Client, set configv1.FeatureSet, enabled, disabled []string) *configv1.FeatureGate {
+func createFeatureGate(t *testing.T, c client.Client, set configv1.FeatureSet, enabled, disabled []string) *configv1.FeatureGate {
 	t.Helper()
-	fg := &configv1.FeatureGate{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec:       configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: set}},
-	}
-	if err := c.Create(ctx, fg); err != nil {
-		t.Fatalf("create FeatureGate: %v", err)
-	}
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: testVersion, Enabled: attributes(enabled), Disabled: attributes(disabled)}}
-	if err := c.Status().Update(ctx, fg); err != nil {
-		t.Fatalf("publish FeatureGate status: %v", err)
-	}
-	return fg
-}
-
-func attributes(names []string) []configv1.FeatureGateAttributes {
-	out := []configv1.FeatureGateAttributes{}
-	for _, n := range names {
-		out = append(out, configv1.FeatureGateAttributes{Name: configv1.FeatureGateName(n)})
-	}
-	return out
+	return testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(set, controlplane.StatusGates(testVersion, enabled, disabled)))
 }
 
 // applyForReal server-side applies objs as the admin.
@@ -144,169 +105,11 @@ func createServiceAccount(ctx context.Context, t *testing.T, c client.Client, sa
 	}
 }
 
-// writeTokenKubeconfig writes a kubeconfig for a token configuration.
-func writeTokenKubeconfig(t *testing.T, cfg *rest.Config) string {
+// startOperator starts the manager built for this run with args alone;
+// probe is the health probe address they give it.
+func startOperator(t *testing.T, probe string, args ...string) *testharness.Process {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "operator"}
-	kc.CurrentContext = "operator"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// freeAddr is a loopback address with a port nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// operator is a running operator process.
-type operator struct {
-	cmd    *exec.Cmd
-	output *syncBuffer // stderr and stdout: the JSON log lines
-	done   chan struct{}
-	err    error // from Wait, once done is closed
-}
-
-// operatorCmd is the binary with args, without the caller's KUBECONFIG
-// (every test says which API server it means), killed if the test process
-// dies first.
-func operatorCmd(ctx context.Context, args ...string) (*exec.Cmd, *syncBuffer) {
-	cmd := exec.CommandContext(ctx, managerBin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, out
-}
-
-// startOperator starts the operator; the test's cleanup stops it (SIGTERM,
-// then SIGKILL) if it is still running, and logs its output on failure.
-func startOperator(t *testing.T, args ...string) *operator {
-	t.Helper()
-	cmd, out := operatorCmd(context.Background(), args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	op := &operator{cmd: cmd, output: out, done: make(chan struct{})}
-	go func() {
-		op.err = cmd.Wait()
-		close(op.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-op.done:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-op.done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-op.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("operator output:\n%s", out.String())
-		}
-	})
-	return op
-}
-
-// exited reports whether the process has exited, and its exit code.
-func (op *operator) exited() (code int, ok bool) {
-	select {
-	case <-op.done:
-	default:
-		return 0, false
-	}
-	var exit *exec.ExitError
-	if errors.As(op.err, &exit) {
-		return exit.ExitCode(), true
-	}
-	if op.err != nil {
-		return -1, true
-	}
-	return 0, true
-}
-
-// waitExit waits for the process to exit and returns its exit code.
-func (op *operator) waitExit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-op.done:
-	case <-time.After(timeout):
-		t.Fatalf("operator still running after %s", timeout)
-	}
-	code, _ := op.exited()
-	return code
-}
-
-// runToExit runs the operator to completion (bounded) and returns its exit
-// code and output.
-func runToExit(t *testing.T, timeout time.Duration, args ...string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd, out := operatorCmd(ctx, args...)
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("operator %v still running after %s:\n%s", args, timeout, out.String())
-	}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return 0, out.String()
-}
-
-// waitReady polls the operator's /readyz until it answers 200, failing early
-// if the process exits.
-func waitReady(t *testing.T, op *operator, healthAddr string) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func(g Gomega) {
-		code, exited := op.exited()
-		g.Expect(exited).To(BeFalse(), "operator exited %d before it became ready", code)
-		resp, err := http.Get("http://" + healthAddr + "/readyz")
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	}).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return testharness.StartT(t, testharness.Options{Name: "operator", Path: managerBin, Args: args, Probe: probe})
 }
 
 // port is the numeric port of a host:port address.

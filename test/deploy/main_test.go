@@ -7,13 +7,10 @@
 package deploy
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 var (
@@ -29,26 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	var err error
-	if root, err = controlplane.Root(); err != nil {
-		fmt.Fprintln(os.Stderr, "deploy tests:", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "featuregate-deploy-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "deploy tests:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	managerBin = filepath.Join(dir, "manager")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", managerBin, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "deploy tests: build the manager: %v\n%s", err, out)
-		return 1
-	}
-	code := m.Run()
+	code := testharness.RunWithManager(m, "deploy tests", func(b *testharness.Built) { root, managerBin = b.Root, b.Manager })
 	kustomizeCleanup()
 	return code
 }

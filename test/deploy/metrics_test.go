@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/featuregate-operator/operator/internal/testharness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,10 +27,10 @@ func TestSecureMetrics(t *testing.T) {
 	defer cancel()
 
 	sa := installOperatorRBAC(ctx, t, admin)
-	createFeatureGate(ctx, t, admin, configv1.TechPreviewNoUpgrade, nil, nil)
-	health, metrics := freeAddr(t), freeAddr(t)
-	op := startOperator(t,
-		"--kubeconfig="+writeTokenKubeconfig(t, tokenConfig(ctx, t, cp, sa)),
+	createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, nil, nil)
+	health, metrics := testharness.FreeAddr(t), testharness.FreeAddr(t)
+	op := startOperator(t, health,
+		"--kubeconfig="+testharness.Kubeconfig(t, tokenConfig(ctx, t, cp, sa)),
 		"--release-version="+testVersion,
 		"--leader-elect",
 		"--leader-election-namespace="+sa.namespace,
@@ -52,7 +53,7 @@ func TestSecureMetrics(t *testing.T) {
 	scraperToken := tokenConfig(ctx, t, cp, scraper).BearerToken
 	strangerToken := tokenConfig(ctx, t, cp, stranger).BearerToken
 
-	waitReady(t, op, health)
+	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
 
 	// The certificate is self-signed: there is nothing to verify it against,
 	// as in config/prometheus/monitor.yaml.

@@ -19,6 +19,7 @@ import (
 	"github.com/featuregate-operator/operator/api/v1alpha1"
 	"github.com/featuregate-operator/operator/controllers"
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The generated RBAC is enough, and no more: the real binary, authenticated
@@ -35,11 +36,11 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 	defer cancel()
 
 	sa := installOperatorRBAC(ctx, t, admin)
-	fg := createFeatureGate(ctx, t, admin, configv1.TechPreviewNoUpgrade, []string{"GateA"}, []string{"GateB"})
+	fg := createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, []string{"GateA"}, []string{"GateB"})
 	saConfig := tokenConfig(ctx, t, cp, sa)
-	health := freeAddr(t)
-	op := startOperator(t,
-		"--kubeconfig="+writeTokenKubeconfig(t, saConfig),
+	health := testharness.FreeAddr(t)
+	op := startOperator(t, health,
+		"--kubeconfig="+testharness.Kubeconfig(t, saConfig),
 		"--release-version="+testVersion,
 		"--manifests-dir="+filepath.Join(root, "pkg", "manifest", "testdata", "seed"),
 		"--leader-elect",
@@ -48,8 +49,8 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 		"--health-probe-bind-address="+health,
 		"--graceful-shutdown-timeout=10s",
 	)
-	waitReady(t, op, health)
-	g.Expect(op.output.String()).To(ContainSubstring("startup feature set TechPreviewNoUpgrade"))
+	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
+	g.Expect(op.Log.String()).To(ContainSubstring("startup feature set TechPreviewNoUpgrade"))
 
 	// Status: the ClusterOperator, created and written by the operator.
 	co := &configv1.ClusterOperator{}
@@ -93,11 +94,11 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 	// Reconcile: a change of the gates for our version stops the operator
 	// cleanly (exit 0), releasing the lease on the way out.
 	patch := client.MergeFrom(fg.DeepCopy())
-	fg.Status.FeatureGates[0].Enabled = attributes([]string{"GateA", "GateB"})
-	fg.Status.FeatureGates[0].Disabled = attributes(nil)
+	fg.Status.FeatureGates[0].Enabled = controlplane.GateAttributes("GateA", "GateB")
+	fg.Status.FeatureGates[0].Disabled = controlplane.GateAttributes()
 	g.Expect(admin.Status().Patch(ctx, fg, patch)).To(Succeed())
-	g.Expect(op.waitExit(t, time.Minute)).To(Equal(0))
-	out := op.output.String()
+	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
+	out := op.Log.String()
 	g.Expect(out).To(ContainSubstring("gate GateB disabled -> enabled in status for version " + testVersion + "; requesting shutdown"))
 	g.Expect(out).To(ContainSubstring("graceful shutdown complete: gate GateB disabled -> enabled"))
 	g.Expect(admin.Get(ctx, leaseKey, lease)).To(Succeed())

@@ -16,11 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // Log lines of the applier and the reconciler.
@@ -32,9 +34,9 @@ const (
 )
 
 // noPanic fails when the log shows a panic or a Go runtime crash.
-func noPanic(g Gomega, o *operator) {
+func noPanic(g Gomega, o *testharness.Process) {
 	for _, l := range o.Log.Lines() {
-		g.Expect(l).NotTo(Or(ContainSubstring("panic"), ContainSubstring("goroutine "), HavePrefix("fatal error")), "%s crashed", o.name)
+		g.Expect(l.Raw).NotTo(Or(ContainSubstring("panic"), ContainSubstring("goroutine "), HavePrefix("fatal error")), "%s crashed", o.Name)
 	}
 }
 
@@ -144,12 +146,12 @@ func TestFaultAPIAbsentAtStart(t *testing.T) {
 	f := startFault(t, "APIAbsentAtStart")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	createFeatureGate(t, newClient(t, cp.Config), configv1.TechPreviewNoUpgrade)
-	kc := kubeconfig(t, cp)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc)
-	g.Eventually(o.ReadyzBody).WithTimeout(readyTimeout).Should(ContainSubstring(connRefused))
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring(connRefused))
 	const outage = 30 * time.Second
 	g.Consistently(func() bool { return o.Running() && !o.Ready() }).WithTimeout(outage).WithPolling(500*time.Millisecond).Should(BeTrue(), "alive and never ready while the API is absent")
 	g.Expect(o.Log.Index(logStartup)).To(Equal(-1))
@@ -172,9 +174,9 @@ func TestFaultAPIRestartMidRun(t *testing.T) {
 	f := startFault(t, "APIRestartMidRun")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
-	o := startOperator(t, "operator", kubeconfig(t, cp))
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
@@ -183,10 +185,10 @@ func TestFaultAPIRestartMidRun(t *testing.T) {
 	g.Consistently(func() bool { return o.Running() && o.Ready() }).WithTimeout(stillRunning).Should(BeTrue(), "the snapshot stands after the API returns")
 	g.Expect(o.Log.Index(logRequesting)).To(Equal(-1))
 
-	setFeatureSet(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
-	g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
 	f.Detail("kept snapshot Default and readiness across the restart; watch resumed: exit 0 %.1fs after a later change", time.Since(changed).Seconds())
 }
 
@@ -206,24 +208,26 @@ func TestFaultWatchCut(t *testing.T) {
 	f := startFault(t, "WatchCut")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	api, err := url.Parse(cp.Config.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	p := startProxy(t, api.Host)
-	o := startOperator(t, "operator", kubeconfigFor(t, cp.Config, "https://"+p.Addr()), "--resync-period=2s")
+	viaProxy := rest.CopyConfig(cp.Config)
+	viaProxy.Host = "https://" + p.Addr()
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, viaProxy), "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
 
 	p.Cut()
-	setFeatureSet(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "the change cannot be seen while cut")
 	_, refused := p.Counts()
 	p.Restore()
 	restored := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	took := time.Since(restored)
-	g.Expect(lineWith(o.Log, defaultToTech+logRequesting)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(defaultToTech + logRequesting)).NotTo(BeEmpty())
 	g.Expect(refused).To(BeNumerically(">", 0), "the operator tried to reconnect while cut")
 	f.Detail("connections cut, %d reconnects refused; exit 0 %.1fs after restore", refused, took.Seconds())
 }
@@ -236,17 +240,17 @@ func TestFaultLateFeatureGateAndCRD(t *testing.T) {
 	g := NewWithT(t)
 	fgCRD, coCRD := openShiftCRDs(t)
 	cp := startControlPlane(t, []string{coCRD})
-	c := newClient(t, cp.Config)
-	o := startOperator(t, "operator", kubeconfig(t, cp), "--initial-fetch-backoff-cap=500ms")
-	g.Eventually(o.ReadyzBody).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate API not served"))
+	c := testharness.Client(t, cp.Config)
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate API not served"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 
 	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{fgCRD}, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(o.ReadyzBody).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 
-	createFeatureGate(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
@@ -261,23 +265,23 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 	f := startFault(t, "FeatureGateDeleted")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
-	o := startOperator(t, "operator", kubeconfig(t, cp))
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	// Mid-run: the reconciler's cache holds the object. (Deleted between
 	// the snapshot and the cache sync, it would never be warned about.)
-	o.WaitForLog(logWorkersStarted, 60*time.Second)
+	g.Expect(o.WaitForLog(logWorkersStarted, 60*time.Second)).To(Succeed())
 
-	g.Expect(c.Delete(t.Context(), featureGate(""))).To(Succeed())
-	o.WaitForLog(logFeatureGateGone, 60*time.Second)
+	g.Expect(c.Delete(t.Context(), controlplane.FeatureGate(""))).To(Succeed())
+	g.Expect(o.WaitForLog(logFeatureGateGone, 60*time.Second)).To(Succeed())
 	g.Eventually(func() []string { return eventReasons(t, c) }).WithTimeout(30 * time.Second).Should(ContainElement("FeatureGateDeleted"))
 	g.Consistently(func() bool { return o.Running() && o.Ready() }).WithTimeout(stillRunning).Should(BeTrue())
 	g.Expect(o.Log.Index(logRequesting)).To(Equal(-1))
 
-	createFeatureGate(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
-	g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
 	noPanic(g, o)
 	f.Detail("warning log and FeatureGateDeleted Event, still ready; re-created as TechPreviewNoUpgrade: exit 0")
 }
@@ -299,11 +303,11 @@ func TestFaultFlapping(t *testing.T) {
 	f := startFault(t, "Flapping")
 	g := NewWithT(t)
 	cp := startControlPlane(t, relaxedFeatureGateCRD(t))
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	dir := seedManifests(t)
 	args := []string{"--manifests-dir=" + dir, "--resync-period=1s"}
-	o := startOperator(t, "operator", kubeconfig(t, cp), args...)
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.ConfigMap{}, "default", "default-only") }).WithTimeout(60 * time.Second).Should(BeTrue())
 
@@ -313,18 +317,18 @@ func TestFaultFlapping(t *testing.T) {
 		if i%2 == 1 {
 			set = configv1.Default
 		}
-		setFeatureSet(t, c, set)
+		testharness.SetFeatureSet(t, c, "cluster", set)
 	}
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	g.Expect(o.Log.Count(logShutdown)).To(Equal(1))
-	g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
 	g.Expect(exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api")).To(BeFalse(), "excluded by the Default snapshot, never applied")
 	requests := o.Log.Count(logRequesting) + o.Log.Count("; not applying, requesting shutdown")
 	noPanic(g, o)
 
 	// The kubelet starts a fresh process: it takes the new snapshot and
 	// applies what it includes.
-	next := startOperator(t, "operator-restarted", kubeconfig(t, cp), args...)
+	next := startOperator(t, "operator-restarted", testharness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(next.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api") }).WithTimeout(60 * time.Second).Should(BeTrue())
@@ -359,9 +363,9 @@ func countBulk(g Gomega, t *testing.T, c client.Client) int {
 func TestFaultSIGTERM(t *testing.T) {
 	f := startFault(t, "SIGTERM")
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
-	kc := kubeconfig(t, cp)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	const graceful = 5 * time.Second
 	const margin = 10 * time.Second // process teardown on a loaded machine
 	var details []string
@@ -371,7 +375,7 @@ func TestFaultSIGTERM(t *testing.T) {
 		const total = 100
 		o := startOperator(t, "operator", kc, "--graceful-shutdown-timeout="+graceful.String(), "--manifests-dir="+bulkManifests(t, total))
 		g.Eventually(func() int { return countBulk(g, t, c) }).WithTimeout(readyTimeout).WithPolling(20 * time.Millisecond).Should(BeNumerically(">", 0))
-		o.Signal(syscall.SIGTERM)
+		g.Expect(o.Signal(syscall.SIGTERM)).To(Succeed())
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		applied := countBulk(g, t, c)
 		g.Expect(applied).To(BeNumerically("<", total), "SIGTERM came after the pass ended: not a test of an interrupted apply")
@@ -389,15 +393,15 @@ func TestFaultSIGTERM(t *testing.T) {
 		// It counts as "during the shutdown" when the signal was delivered
 		// before the operator's last log line was even read.
 		during := make(chan bool, 1)
-		o.Log.OnLine(logRequesting, func() {
+		o.Log.OnFirst(testharness.Contains(logRequesting), func(testharness.Line) {
 			late := o.Log.Index(logShutdown) >= 0
-			during <- o.cmd.Process.Signal(syscall.SIGTERM) == nil && !late
+			during <- o.Signal(syscall.SIGTERM) == nil && !late
 		})
-		setFeatureSet(t, c, configv1.TechPreviewNoUpgrade)
-		o.WaitForLog(logRequesting, 60*time.Second)
+		testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+		g.Expect(o.WaitForLog(logRequesting, 60*time.Second)).To(Succeed())
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		before := <-during
-		g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty(), "the first reason wins")
+		g.Expect(o.Log.First(logShutdown+defaultToTech)).NotTo(BeEmpty(), "the first reason wins")
 		noPanic(g, o)
 		details = append(details, fmt.Sprintf("after stop: signal during shutdown %v", before))
 	})
@@ -406,8 +410,8 @@ func TestFaultSIGTERM(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(cp.StopAPIServer()).To(Succeed())
 		o := startOperator(t, "operator", kc, "--graceful-shutdown-timeout="+graceful.String())
-		o.WaitForLog(logRetry, 60*time.Second)
-		o.Signal(syscall.SIGTERM)
+		g.Expect(o.WaitForLog(logRetry, 60*time.Second)).To(Succeed())
+		g.Expect(o.Signal(syscall.SIGTERM)).To(Succeed())
 		sent := time.Now()
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		g.Expect(o.Log.Index(logShutdown + "signal")).To(BeNumerically(">=", 0))
@@ -438,14 +442,14 @@ func TestFaultLeaderElection(t *testing.T) {
 	f := startFault(t, "LeaderElection")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
-	kc := kubeconfig(t, cp)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	args := []string{"--leader-elect", "--leader-election-namespace=default", "--manifests-dir=" + seedManifests(t), "--resync-period=2s"}
 	a := startOperator(t, "replica-a", kc, args...)
 	b := startOperator(t, "replica-b", kc, args...)
-	for _, o := range []*operator{a, b} {
-		g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue(), "%s takes its snapshot, leader or not", o.name)
+	for _, o := range []*testharness.Process{a, b} {
+		g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue(), "%s takes its snapshot, leader or not", o.Name)
 		g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
 	}
 	g.Eventually(func() int { return a.Log.Count(logApplied) + b.Log.Count(logApplied) }).WithTimeout(60 * time.Second).Should(BeNumerically(">", 0))
@@ -457,7 +461,7 @@ func TestFaultLeaderElection(t *testing.T) {
 	g.Expect(holder).NotTo(BeEmpty())
 	g.Consistently(func() int { return standby.Log.Count(logApplied) }).WithTimeout(stillRunning).Should(Equal(0), "only the leader applies")
 
-	leader.Signal(syscall.SIGTERM)
+	g.Expect(leader.Signal(syscall.SIGTERM)).To(Succeed())
 	g.Expect(leader.WaitExit(exitTimeout)).To(Equal(0))
 	released := time.Now()
 	g.Expect(leaseHolder(t, c)).NotTo(Equal(holder), "the lease is released on exit, not left to expire")
@@ -465,14 +469,14 @@ func TestFaultLeaderElection(t *testing.T) {
 	takeover := time.Since(released)
 	g.Expect(leaseHolder(t, c)).NotTo(Or(BeEmpty(), Equal(holder)))
 
-	restarted := startOperator(t, leader.name+"-restarted", kc, args...)
+	restarted := startOperator(t, leader.Name+"-restarted", kc, args...)
 	g.Eventually(restarted.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Consistently(func() int { return restarted.Log.Count(logApplied) }).WithTimeout(notReadyWindow).Should(Equal(0), "the restarted replica is a standby")
 
-	setFeatureSet(t, c, configv1.TechPreviewNoUpgrade)
-	for _, o := range []*operator{standby, restarted} {
-		g.Expect(o.WaitExit(exitTimeout)).To(Equal(0), o.name)
-		g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty(), o.name)
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	for _, o := range []*testharness.Process{standby, restarted} {
+		g.Expect(o.WaitExit(exitTimeout)).To(Equal(0), o.Name)
+		g.Expect(o.Log.First(logShutdown+defaultToTech)).NotTo(BeEmpty(), o.Name)
 		noPanic(g, o)
 	}
 	f.Detail("both snapshot, one applies; lease released on SIGTERM, standby applied %.1fs later (lease 15s); standby and restarted replica exit 0 on change", takeover.Seconds())
@@ -486,8 +490,8 @@ func TestFaultBadInput(t *testing.T) {
 	f := startFault(t, "BadInput")
 	g := NewWithT(t)
 	cp := startControlPlane(t, relaxedFeatureGateCRD(t))
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, "SuperPreview")
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate("SuperPreview"))
 	dir := manifestsDir(t, map[string]string{
 		"0000_40_malformed.yaml":      testdata(t, "bad/0000_40_malformed.yaml"),
 		"0000_50_bad.yaml":            testdata(t, "bad/0000_50_bad.yaml"),
@@ -502,7 +506,7 @@ metadata:
     release.openshift.io/feature-set: TechPreviewNoUpgrade
 `,
 	})
-	o := startOperator(t, "operator", kubeconfig(t, cp), "--manifests-dir="+dir, "--resync-period=2s")
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir, "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup+"SuperPreview")).To(BeNumerically(">=", 0), "the unknown set is named")
 
@@ -528,7 +532,7 @@ metadata:
 		g := NewWithT(t)
 		file := filepath.Join(t.TempDir(), "config.yaml")
 		g.Expect(os.WriteFile(file, []byte("apiVersion: operator.featuregate-operator.io/v1alpha1\nkind: OperatorConfig\nleaderElection:\n  leaderElection: true\n"), 0o600)).To(Succeed())
-		bad := startOperator(t, "operator-bad-config", kubeconfig(t, cp), "--config="+file)
+		bad := startOperator(t, "operator-bad-config", testharness.Kubeconfig(t, cp.Config), "--config="+file)
 		g.Expect(bad.WaitExit(exitTimeout)).To(Equal(2))
 		g.Expect(bad.Log.String()).To(ContainSubstring(`unknown field "leaderElection.leaderElection"`))
 		noPanic(g, bad)

@@ -4,12 +4,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -32,35 +33,21 @@ const (
 	notReadyWindow = 3 * time.Second
 )
 
-// lineWith is the first line holding every part, or "".
-func lineWith(b *logBuffer, parts ...string) string {
-	for _, l := range b.Lines() {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(l, p)
-		}
-		if ok {
-			return l
-		}
-	}
-	return ""
-}
-
 // errorLines are the operator's error-level log lines and panics, but for
 // lines holding one of the excluded substrings.
-func errorLines(b *logBuffer, excluded ...string) []string {
+func errorLines(b *testharness.Log, excluded ...string) []string {
 	var out []string
 next:
 	for _, l := range b.Lines() {
-		if !strings.Contains(l, `"level":"error"`) && !strings.Contains(l, "panic") {
+		if !strings.Contains(l.Raw, `"level":"error"`) && !strings.Contains(l.Raw, "panic") {
 			continue
 		}
 		for _, e := range excluded {
-			if strings.Contains(l, e) {
+			if strings.Contains(l.Raw, e) {
 				continue next
 			}
 		}
-		out = append(out, l)
+		out = append(out, l.Raw)
 	}
 	return out
 }
@@ -72,15 +59,15 @@ func TestProcessStartsBeforeAPIServer(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	createFeatureGate(t, newClient(t, cp.Config), configv1.TechPreviewNoUpgrade)
-	kc := kubeconfig(t, cp)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzStatus).WithTimeout(readyTimeout).Should(Equal(http.StatusInternalServerError))
-	g.Eventually(o.ReadyzBody).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
 	g.Eventually(func() int { return o.Log.Count(logRetry) }).WithTimeout(readyTimeout).Should(BeNumerically(">=", 3))
-	g.Expect(lineWith(o.Log, logRetry, connRefused)).NotTo(BeEmpty(), "retry lines carry the error")
+	g.Expect(o.Log.First(logRetry, connRefused)).NotTo(BeEmpty(), "retry lines carry the error")
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 	g.Expect(o.Running()).To(BeTrue())
 	g.Expect(o.Log.Index(logStartup)).To(Equal(-1), "no snapshot without the API")
@@ -98,25 +85,25 @@ func TestProcessExitsOnFeatureSetChange(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.Default)
-	o := startOperator(t, "operator", kubeconfig(t, cp))
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
 
-	setFeatureSet(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	t.Logf("exited %.1fs after the change", time.Since(changed).Seconds())
-	g.Expect(lineWith(o.Log, defaultToTech+logRequesting)).NotTo(BeEmpty())
-	g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(defaultToTech + logRequesting)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
 	g.Expect(errorLines(o.Log, `"logger":"events"`)).To(BeEmpty())
 	// The Warning Event is recorded just before the shutdown it announces:
 	// it must still reach the API server.
 	t.Run("FeatureGateChanged Event is written before exit", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func() []string { return eventReasons(t, c) }).WithTimeout(10 * time.Second).Should(ContainElement("FeatureGateChanged"))
-		g.Expect(lineWith(o.Log, "Unable to write event")).To(BeEmpty())
+		g.Expect(o.Log.First("Unable to write event")).To(BeEmpty())
 	})
 }
 
@@ -142,26 +129,26 @@ func eventReasons(t *testing.T, c client.Client) []string {
 // stops, the FeatureGate is changed through a second API server on the same
 // etcd, the first comes back: the operator must notice and exit 0. It
 // returns how long after the API server's return the process exited.
-func changeWhileAPIServerDown(t *testing.T, args ...string) (*operator, time.Duration) {
+func changeWhileAPIServerDown(t *testing.T, args ...string) (*testharness.Process, time.Duration) {
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	createFeatureGate(t, newClient(t, cp.Config), configv1.Default)
-	o := startOperator(t, "operator", kubeconfig(t, cp), args...)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	second, err := cp.SecondAPIServer()
 	g.Expect(err).NotTo(HaveOccurred())
-	setFeatureSet(t, newClient(t, second), configv1.TechPreviewNoUpgrade)
+	testharness.SetFeatureSet(t, testharness.Client(t, second), "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "nothing to see while the API server is down")
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	back := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	took := time.Since(back)
-	g.Expect(lineWith(o.Log, defaultToTech+logRequesting)).NotTo(BeEmpty())
-	g.Expect(lineWith(o.Log, logShutdown+defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(defaultToTech + logRequesting)).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
 	return o, took
 }
 
@@ -182,13 +169,13 @@ func TestProcessFeatureGateAbsentAtStart(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	o := startOperator(t, "operator", kubeconfig(t, cp), "--initial-fetch-backoff-cap=500ms")
-	g.Eventually(o.ReadyzBody).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
+	c := testharness.Client(t, cp.Config)
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
-	g.Expect(lineWith(o.Log, logRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
+	g.Expect(o.Log.First(logRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
 
-	createFeatureGate(t, c, configv1.TechPreviewNoUpgrade)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
@@ -200,16 +187,16 @@ func TestProcessSIGTERM(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	createFeatureGate(t, newClient(t, cp.Config), configv1.Default)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
 	const graceful = 5 * time.Second
-	o := startOperator(t, "operator", kubeconfig(t, cp), "--graceful-shutdown-timeout="+graceful.String())
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--graceful-shutdown-timeout="+graceful.String())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	// Fully started. (A SIGTERM while the FeatureGate informer still syncs
 	// makes controller-runtime log a misleading error-level "Timeout:
 	// failed waiting for *v1.FeatureGate Informer to sync".)
-	o.WaitForLog(logWorkersStarted, 60*time.Second)
+	g.Expect(o.WaitForLog(logWorkersStarted, 60*time.Second)).To(Succeed())
 
-	o.Signal(syscall.SIGTERM)
+	g.Expect(o.Signal(syscall.SIGTERM)).To(Succeed())
 	sent := time.Now()
 	// The margin covers process teardown on a loaded machine.
 	g.Expect(o.WaitExit(graceful + 10*time.Second)).To(Equal(0))
@@ -221,7 +208,7 @@ func TestProcessSIGTERM(t *testing.T) {
 // unreachableKubeconfig points at a loopback port nobody listens on: an API
 // server that is down, without starting one.
 func unreachableKubeconfig(t *testing.T) string {
-	return kubeconfigFor(t, &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(freePort(t)), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "")
+	return testharness.Kubeconfig(t, &rest.Config{Host: "https://" + testharness.FreeAddr(t), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 }
 
 // For those who prefer a crash loop: --initial-fetch-timeout makes the
@@ -231,7 +218,7 @@ func TestProcessInitialFetchTimeout(t *testing.T) {
 	g := NewWithT(t)
 	o := startOperator(t, "operator", unreachableKubeconfig(t), "--initial-fetch-timeout=3s", "--initial-fetch-backoff-cap=500ms")
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(1))
-	g.Expect(lineWith(o.Log, "no FeatureGate snapshot after 3s (--initial-fetch-timeout)", connRefused)).NotTo(BeEmpty())
+	g.Expect(o.Log.First("no FeatureGate snapshot after 3s (--initial-fetch-timeout)", connRefused)).NotTo(BeEmpty())
 	g.Expect(o.Log.Index(logStartup)).To(Equal(-1))
 }
 
@@ -241,8 +228,8 @@ func TestProcessLongOutageShortCacheSyncTimeout(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	createFeatureGate(t, newClient(t, cp.Config), configv1.TechPreviewNoUpgrade)
-	kc := kubeconfig(t, cp)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--cache-sync-timeout=2s", "--initial-fetch-backoff-cap=1s")

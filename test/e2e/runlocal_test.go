@@ -1,17 +1,10 @@
 package e2e
 
 import (
-	"bufio"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // `make run-local`'s helper brings up the control plane and the operator,
@@ -35,47 +29,22 @@ func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 	out, err := build.CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 
-	probe := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(runLocal, "-manager", managerBin, "--",
-		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "FEATURE_SET=Default", "KUBEBUILDER_ASSETS="+assetsDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	g.Expect(err).NotTo(HaveOccurred())
-	cmd.Stderr = cmd.Stdout
-	g.Expect(cmd.Start()).To(Succeed())
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	var mu sync.Mutex
-	var output strings.Builder
-	go func() {
-		s := bufio.NewScanner(stdout)
-		s.Buffer(make([]byte, 1<<20), 1<<20)
-		for s.Scan() {
-			mu.Lock()
-			output.WriteString(s.Text() + "\n")
-			mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	text := func() string { mu.Lock(); defer mu.Unlock(); return output.String() }
-	defer func() {
-		if t.Failed() {
-			t.Log(text())
-		}
-	}()
+	probe := testharness.FreeAddr(t)
+	p := testharness.StartT(t, testharness.Options{
+		Name: "run-local",
+		Path: runLocal,
+		Args: []string{"-manager", managerBin, "--", "--health-probe-bind-address=" + probe, "--metrics-bind-address=0"},
+		Dir:  repoRoot,
+		Env:  []string{"FEATURE_SET=Default", "KUBEBUILDER_ASSETS=" + assetsDir},
+		// The operator's probes, which run-local passes on.
+		Probe: probe,
+	})
+	text := p.Log.String
 
 	kubeconfigLine := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
 	g.Eventually(text).WithTimeout(readyTimeout).Should(MatchRegexp(kubeconfigLine.String()))
 	kubeconfig := kubeconfigLine.FindStringSubmatch(text())[1]
-	ready := func() bool {
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
+	ready := p.Ready
 	g.Eventually(ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(text()).To(ContainSubstring("startup feature set Default"))
 
@@ -94,12 +63,8 @@ func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 
 	// Ctrl-C: the terminal signals run-local alone (the operator has its own
 	// process group); everything stops and is removed.
-	g.Expect(cmd.Process.Signal(os.Interrupt)).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var waitErr error
-	g.Eventually(done).WithTimeout(time.Minute).Should(Receive(&waitErr))
-	g.Expect(waitErr).NotTo(HaveOccurred(), "run-local exits 0 after Ctrl-C")
+	g.Expect(p.Signal(os.Interrupt)).To(Succeed())
+	g.Expect(p.WaitExit(time.Minute)).To(Equal(0), "run-local exits 0 after Ctrl-C")
 	g.Expect(text()).To(And(ContainSubstring("graceful shutdown complete: signal"), ContainSubstring("operator exited 0 after the interrupt"), ContainSubstring("stopping the control plane")))
 	_, err = os.Stat(filepath.Dir(kubeconfig))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the kubeconfig directory is removed")

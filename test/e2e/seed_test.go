@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The seed, replayed: the operator starts while the Kube API refuses
@@ -22,14 +23,14 @@ func TestSeedReplay(t *testing.T) {
 	root, err := controlplane.Root()
 	g.Expect(err).NotTo(HaveOccurred())
 	cp := startControlPlane(t, nil)
-	c := newClient(t, cp.Config)
-	createFeatureGate(t, c, configv1.TechPreviewNoUpgrade)
-	kc := kubeconfig(t, cp)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := testharness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--manifests-dir="+filepath.Join(root, "pkg", "manifest", "testdata", "seed"))
-	o.WaitForLog(connRefused, readyTimeout)
-	g.Expect(lineWith(o.Log, logRetry, connRefused)).NotTo(BeEmpty(), "the seed's line, without the guess")
+	g.Expect(o.WaitForLog(connRefused, readyTimeout)).To(Succeed())
+	g.Expect(o.Log.First(logRetry, connRefused)).NotTo(BeEmpty(), "the seed's line, without the guess")
 	g.Expect(o.Ready()).To(BeFalse())
 	g.Expect(o.Log.Index(logStartup)).To(Equal(-1))
 

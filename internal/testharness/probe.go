@@ -1,0 +1,114 @@
+package testharness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ReasonCheck is the operator's readiness check whose body says why it is
+// not ready.
+const ReasonCheck = "featuregate"
+
+// probeClient opens a connection per probe: no kept-alive connection to a
+// process that has gone, its port now someone else's.
+var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// readyz GETs /readyz, or /readyz/<check>, on the health probe address.
+func (p *Process) readyz(ctx context.Context, check string) (int, string, error) {
+	path := "/readyz"
+	if check != "" {
+		path += "/" + check
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Probe+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// Readyz GETs /readyz (check "") or /readyz/<check>: status code and body.
+func (p *Process) Readyz(check string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return p.readyz(ctx, check)
+}
+
+// Ready reports whether /readyz answers 200.
+func (p *Process) Ready() bool {
+	code, _, err := p.Readyz("")
+	return err == nil && code == http.StatusOK
+}
+
+// ReadyzStatus is /readyz's status code, 0 when it does not answer.
+func (p *Process) ReadyzStatus() int {
+	code, _, _ := p.Readyz("")
+	return code
+}
+
+// ReadyzReason is the body of the ReasonCheck; "" when it does not answer.
+func (p *Process) ReadyzReason() string {
+	_, body, _ := p.Readyz(ReasonCheck)
+	return body
+}
+
+// WaitReady polls /readyz every interval and returns the time of the first
+// 200. It fails when the process exits first or ctx ends.
+func (p *Process) WaitReady(ctx context.Context, interval time.Duration) (time.Time, error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		// A probe stuck on a loaded machine must not hide a later answer.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		code, _, err := p.readyz(pctx, "")
+		cancel()
+		if err == nil && code == http.StatusOK {
+			return time.Now(), nil
+		}
+		if p.Exited() {
+			return time.Time{}, fmt.Errorf("%s exited (%s) before it was ready%s", p.Name, p.exitStatus(), p.seeLog())
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%s: waiting for /readyz: %w%s", p.Name, ctx.Err(), p.seeLog())
+		case <-t.C:
+		}
+	}
+}
+
+// ReadyWithin is WaitReady for tests: up to timeout, polling every 250 ms.
+func (p *Process) ReadyWithin(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err := p.WaitReady(ctx, 250*time.Millisecond)
+	return err
+}
+
+// FreePort is a loopback TCP port nobody listened on a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeAddr is FreePort as a 127.0.0.1:port address.
+func FreeAddr(tb TB) string {
+	tb.Helper()
+	port, err := FreePort()
+	if err != nil {
+		tb.Fatalf("free port: %v", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}

@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package testharness
+
+import "syscall"
+
+// sysProcAttr puts the process in its own group; only Linux can also tie
+// its life to the harness's.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
