@@ -32,8 +32,9 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate RBAC (config/rbac/role.yaml) from +kubebuilder markers.
+manifests: controller-gen ## Generate RBAC: config/rbac/role.yaml from +kubebuilder markers, config/payload/role.yaml from the payload.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
+	go run . manifests --manifests-dir config/payload/manifests --rbac > config/payload/role.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods for api/.
@@ -44,8 +45,9 @@ fmt: ## Run go fmt.
 	go fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the operator and examples/consumer, a module of its own).
 	go vet ./...
+	cd examples/consumer && go vet ./...
 
 .PHONY: envtest-assets
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.

@@ -293,3 +293,65 @@ func TestManifestsCommandDuplicates(t *testing.T) {
 		t.Errorf("Default only: exit %d, want 0", code)
 	}
 }
+
+// The shipped payload role is what --rbac derives from the shipped payload,
+// and that payload is the seed: `make manifests` keeps them together, and
+// this test fails when one is changed without the other.
+func TestPayloadRoleMatchesPayload(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := manifestsCommand([]string{"--manifests-dir", "config/payload/manifests", "--rbac"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	shipped, err := os.ReadFile("config/payload/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != string(shipped) {
+		t.Fatalf("config/payload/role.yaml is not what `manager manifests --rbac` derives from config/payload/manifests: run `make manifests`\n--- derived:\n%s", stdout.String())
+	}
+	seed, err := filepath.Glob("pkg/manifest/testdata/seed/*.yaml")
+	if err != nil || len(seed) == 0 {
+		t.Fatalf("seed manifests: %v", err)
+	}
+	for _, s := range seed {
+		want, _ := os.ReadFile(s)
+		got, err := os.ReadFile(filepath.Join("config/payload/manifests", filepath.Base(s)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("config/payload/manifests/%s differs from %s (%v)", filepath.Base(s), s, err)
+		}
+	}
+}
+
+// The rules are the least that applying needs: by name wherever RBAC can
+// restrict by name, create per namespace (or cluster-wide for a
+// cluster-scoped kind), delete only where a manifest asks for it.
+func TestRBACRules(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"0000_10_ns.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
+		"0000_20_cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: team-a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: team-a\n",
+		"0000_30_dep.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-b\n",
+		"0000_40_old.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: old\n  namespace: team-a\n  annotations:\n    release.openshift.io/delete: \"true\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := manifestsCommand([]string{"--manifests-dir", dir, "--rbac"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		// cluster: namespaces create, get/patch team-a
+		"kind: ClusterRole\nmetadata:\n  name: manager-payload-role\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - team-a\n  resources:\n  - namespaces\n  verbs:\n  - get\n  - patch\n",
+		// team-a: configmaps create + get/patch one,two; serviceaccounts delete/get old, no create
+		"  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - one\n  - two\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - patch\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - old\n  resources:\n  - serviceaccounts\n  verbs:\n  - delete\n  - get\n",
+		"  namespace: team-b\nrules:\n- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - create\n- apiGroups:\n  - apps\n  resourceNames:\n  - web\n  resources:\n  - deployments\n  verbs:\n  - get\n  - patch\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--rbac output lacks\n%s\n--- got:\n%s", want, out)
+		}
+	}
+}

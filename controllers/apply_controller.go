@@ -34,10 +34,9 @@ const EventSource = "featuregate-operator"
 // managers on apply; without it a conflict is an error to report.
 const ForceAnnotation = "featuregate-operator.io/force-ownership"
 
-// The kinds a payload may hold are declared here, in one place.
-// +kubebuilder:rbac:groups="",resources=namespaces;configmaps;serviceaccounts;services,verbs=get;create;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
+// What the payload's objects need is not declared here: `manager manifests
+// --rbac` derives it from the payload itself (config/payload/role.yaml), so
+// the operator may write exactly the objects it ships and nothing else.
 
 // FeatureGate is what the Applier needs of the featuregate.Guard: the
 // snapshot it acts on, the last look before each action, and the stop.

@@ -17,8 +17,12 @@ import (
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;create
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update
+// Its own ClusterOperator only: RBAC cannot restrict create by name, but
+// reading and writing status can be. A --cluster-operator-name other than
+// the default needs these rules edited to match.
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=create
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get,resourceNames=featuregate-operator
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update,resourceNames=featuregate-operator
 
 // Condition reasons.
 const (

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,11 +80,14 @@ func (l Line) Get(key string) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	// As zap writes it: "->" stays "->", not "-\u003e".
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Match selects lines; its String says what it looks for, in errors.
@@ -125,6 +129,22 @@ func HasKey(key string) Match {
 func KeyEquals(key, value string) Match {
 	return Match{desc: fmt.Sprintf("with %s=%q", key, value), fn: func(l Line) bool {
 		return l.Has(key) && l.Get(key) == value
+	}}
+}
+
+// KeyContains selects lines whose key, as Get spells it, contains substr:
+// for list values such as a "diff".
+func KeyContains(key, substr string) Match {
+	return Match{desc: fmt.Sprintf("with %s containing %q", key, substr), fn: func(l Line) bool {
+		return l.Has(key) && strings.Contains(l.Get(key), substr)
+	}}
+}
+
+// KeyAtLeast selects lines whose key is a number of at least n.
+func KeyAtLeast(key string, n float64) Match {
+	return Match{desc: fmt.Sprintf("with %s >= %v", key, n), fn: func(l Line) bool {
+		v, err := strconv.ParseFloat(l.Get(key), 64)
+		return l.Has(key) && err == nil && v >= n
 	}}
 }
 

@@ -163,3 +163,24 @@ func (h *holdFirst) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	}
 	return h.Getter.Get(ctx, key, obj, opts...)
 }
+
+// A kube-apiserver that is starting answers at once that its paths are not
+// installed yet: that is read again as soon as a refused connection would be,
+// so the snapshot follows its readiness closely.
+func TestStartupRetriesAStartingAPIServerQuickly(t *testing.T) {
+	g := NewWithT(t)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503,` +
+			`"message":"the request has been made before all known HTTP paths have been installed, please try again"}`))
+	}))
+	t.Cleanup(server.Close)
+	reader := liveCounting(t, &rest.Config{Host: server.URL})
+	s := featuregate.NewStartup(reader, featuregate.Options{BackoffCap: 2 * time.Second})
+	runStartup(t, s)
+
+	g.Eventually(reader.reads.Load).WithTimeout(30*time.Second).Should(BeNumerically(">=", 10),
+		"a backoff capped at 2s would have read about 4 times by now")
+	g.Expect(checkMessage(s)()).To(ContainSubstring("HTTP paths have been installed"))
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -88,7 +89,8 @@ func (s *startup) NeedLeaderElection() bool { return false }
 //
 // How soon it reads again depends on who said no. A refused connection
 // costs the API server nothing, and the API may be back any moment: retry
-// after dialRetryInterval. An answer from a server (5xx, 429, a timeout)
+// after dialRetryInterval; so too while a starting kube-apiserver says its
+// paths are not installed yet. An answer from a server (5xx, 429, a timeout)
 // means it is there but struggling: back off, exponentially up to the cap,
 // and never sooner than its Retry-After (itself bounded by the cap).
 func (s *startup) Start(ctx context.Context) error {
@@ -127,7 +129,7 @@ func (s *startup) Start(ctx context.Context) error {
 		s.lastErr = err
 		s.mu.Unlock()
 		var delay time.Duration
-		if isDialError(err) {
+		if isDialError(err) || isStarting(err) {
 			delay = dialRetryInterval
 			backoff = s.newBackoff()
 		} else {
@@ -175,6 +177,13 @@ func isDialError(err error) bool {
 	var op *net.OpError
 	return (errors.As(err, &op) && op.Op == "dial") ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// isStarting reports whether err is a kube-apiserver still installing its
+// paths: it answers every request at once, before doing any work, until it
+// is ready, so waiting a backoff step would only wait past its readiness.
+func isStarting(err error) bool {
+	return apierrors.IsServiceUnavailable(err) && strings.Contains(err.Error(), "before all known HTTP paths have been installed")
 }
 
 // quietLog keeps a retry loop's log readable: the first failure, any

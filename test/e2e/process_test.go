@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,12 +19,44 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Log lines the operator's story is told with.
+// The log lines the operator's story is told with: constant messages, the
+// values in keys.
+var (
+	logRetry    = testharness.Message(msgRetry)
+	logSnapshot = testharness.Message("Startup snapshot taken")
+	logChanged  = testharness.Message(msgChanged)
+	logShutdown = testharness.Message("Graceful shutdown complete")
+)
+
+// attempts is how many reads the last retry line says were made.
+func attempts(b *testharness.Log) int {
+	n := 0
+	for _, l := range b.Lines() {
+		if logRetry.Matches(l) {
+			n, _ = strconv.Atoi(l.Get("attempt"))
+		}
+	}
+	return n
+}
+
+// snapshotOf is the startup snapshot line for a feature set.
+func snapshotOf(set string) testharness.Match {
+	return testharness.All(logSnapshot, testharness.KeyEquals("featureSet", set))
+}
+
+// changedBy is the change line whose diff says diff.
+func changedBy(diff string) testharness.Match {
+	return testharness.All(logChanged, testharness.KeyContains("diff", diff))
+}
+
+// shutdownFor is the last line, with its reason.
+func shutdownFor(reason string) testharness.Match {
+	return testharness.All(logShutdown, testharness.KeyEquals("reason", reason))
+}
+
 const (
-	logRetry       = "Error getting FeatureGate; no feature set assumed, retrying"
-	logStartup     = "startup feature set "
-	logRequesting  = "; requesting shutdown"
-	logShutdown    = "graceful shutdown complete: "
+	msgRetry       = "FeatureGate not read; no feature set assumed, retrying"
+	msgChanged     = "FeatureGate changed; requesting shutdown"
 	logNotReadYet  = "initial FeatureGate not read yet"
 	connRefused    = "connection refused"
 	defaultToTech  = "feature set changed from Default to TechPreviewNoUpgrade"
@@ -66,17 +99,17 @@ func TestProcessStartsBeforeAPIServer(t *testing.T) {
 	o := startOperator(t, "operator", kc, "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzStatus).WithTimeout(readyTimeout).Should(Equal(http.StatusInternalServerError))
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
-	g.Eventually(func() int { return o.Log.Count(logRetry) }).WithTimeout(readyTimeout).Should(BeNumerically(">=", 3))
-	g.Expect(o.Log.First(logRetry, connRefused)).NotTo(BeEmpty(), "retry lines carry the error")
+	g.Eventually(func() int { return o.Log.CountWhere(testharness.All(logRetry, testharness.KeyAtLeast("attempt", 3))) }).WithTimeout(readyTimeout).Should(BeNumerically(">", 0))
+	g.Expect(o.Log.First(msgRetry, connRefused)).NotTo(BeEmpty(), "retry lines carry the error")
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 	g.Expect(o.Running()).To(BeTrue())
-	g.Expect(o.Log.Index(logStartup)).To(Equal(-1), "no snapshot without the API")
+	g.Expect(o.Log.IndexWhere(logSnapshot)).To(Equal(-1), "no snapshot without the API")
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue(), "the snapshot matches the cluster: no restart")
-	g.Expect(o.Log.Index(logRequesting)).To(Equal(-1))
+	g.Expect(o.Log.IndexWhere(logChanged)).To(Equal(-1))
 }
 
 // A changed feature set ends the process cleanly, and the log says what
@@ -89,14 +122,14 @@ func TestProcessExitsOnFeatureSetChange(t *testing.T) {
 	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 
 	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	t.Logf("exited %.1fs after the change", time.Since(changed).Seconds())
-	g.Expect(o.Log.First(defaultToTech + logRequesting)).NotTo(BeEmpty())
-	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.IndexWhere(changedBy(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
 	g.Expect(errorLines(o.Log, `"logger":"events"`)).To(BeEmpty())
 	// The Warning Event is recorded just before the shutdown it announces:
 	// it must still reach the API server.
@@ -135,7 +168,7 @@ func changeWhileAPIServerDown(t *testing.T, args ...string) (*testharness.Proces
 	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
 	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "Default")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	second, err := cp.SecondAPIServer()
@@ -147,8 +180,8 @@ func changeWhileAPIServerDown(t *testing.T, args ...string) (*testharness.Proces
 	back := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	took := time.Since(back)
-	g.Expect(o.Log.First(defaultToTech + logRequesting)).NotTo(BeEmpty())
-	g.Expect(o.Log.First(logShutdown + defaultToTech)).NotTo(BeEmpty())
+	g.Expect(o.Log.IndexWhere(changedBy(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
 	return o, took
 }
 
@@ -173,11 +206,11 @@ func TestProcessFeatureGateAbsentAtStart(t *testing.T) {
 	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
-	g.Expect(o.Log.First(logRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
+	g.Expect(o.Log.First(msgRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
 
 	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
 }
 
@@ -201,7 +234,7 @@ func TestProcessSIGTERM(t *testing.T) {
 	// The margin covers process teardown on a loaded machine.
 	g.Expect(o.WaitExit(graceful + 10*time.Second)).To(Equal(0))
 	t.Logf("exited %.1fs after SIGTERM", time.Since(sent).Seconds())
-	g.Expect(o.Log.Index(logShutdown + "signal")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
 	g.Expect(errorLines(o.Log)).To(BeEmpty())
 }
 
@@ -218,8 +251,8 @@ func TestProcessInitialFetchTimeout(t *testing.T) {
 	g := NewWithT(t)
 	o := startOperator(t, "operator", unreachableKubeconfig(t), "--initial-fetch-timeout=3s", "--initial-fetch-backoff-cap=500ms")
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(1))
-	g.Expect(o.Log.First("no FeatureGate snapshot after 3s (--initial-fetch-timeout)", connRefused)).NotTo(BeEmpty())
-	g.Expect(o.Log.Index(logStartup)).To(Equal(-1))
+	g.Expect(o.Log.First("no FeatureGate snapshot after 3s (initial fetch timeout)", connRefused)).NotTo(BeEmpty())
+	g.Expect(o.Log.IndexWhere(logSnapshot)).To(Equal(-1))
 }
 
 // Issue 3 item 7: an outage at start longer than the controllers'
@@ -240,7 +273,7 @@ func TestProcessLongOutageShortCacheSyncTimeout(t *testing.T) {
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Expect(errorLines(o.Log)).To(BeEmpty())
 }
 
@@ -267,7 +300,7 @@ func TestProcessInvalidConfig(t *testing.T) {
 			for _, w := range tc.want {
 				g.Expect(o.Log.String()).To(ContainSubstring(w))
 			}
-			g.Expect(o.Log.Index(logRetry)).To(Equal(-1), "no API access on invalid configuration")
+			g.Expect(o.Log.IndexWhere(logRetry)).To(Equal(-1), "no API access on invalid configuration")
 		})
 	}
 }

@@ -30,13 +30,13 @@ func TestSeedReplay(t *testing.T) {
 
 	o := startOperator(t, "operator", kc, "--manifests-dir="+filepath.Join(root, "pkg", "manifest", "testdata", "seed"))
 	g.Expect(o.WaitForLog(connRefused, readyTimeout)).To(Succeed())
-	g.Expect(o.Log.First(logRetry, connRefused)).NotTo(BeEmpty(), "the seed's line, without the guess")
+	g.Expect(o.Log.First(msgRetry, connRefused)).NotTo(BeEmpty(), "the seed's line, without the guess")
 	g.Expect(o.Ready()).To(BeFalse())
-	g.Expect(o.Log.Index(logStartup)).To(Equal(-1))
+	g.Expect(o.Log.IndexWhere(logSnapshot)).To(Equal(-1))
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.Index(logStartup + "TechPreviewNoUpgrade")).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api") }).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(exists(g, t, c, &corev1.ConfigMap{}, "default", "default-only")).To(BeFalse(), "Default-only manifest excluded")
 
