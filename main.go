@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/featuregate-operator/operator/api/v1alpha1"
 	"github.com/featuregate-operator/operator/controllers"
 	"github.com/featuregate-operator/operator/internal/config"
+	"github.com/featuregate-operator/operator/internal/metricsauth"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
@@ -172,7 +172,7 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 func metricsOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) metricsserver.Options {
 	opts := metricsserver.Options{BindAddress: cfg.Metrics.BindAddress, SecureServing: cfg.MetricsSecure()}
 	if opts.SecureServing {
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.FilterProvider = metricsauth.FilterProvider
 		if certs.path != "" {
 			opts.CertDir, opts.CertName, opts.KeyName = certs.path, certs.name, certs.key
 		}
