@@ -31,11 +31,11 @@ func parseApplied(l testharness.Line) (appliedLine, error) {
 		Duration                           string
 	}
 	if err := json.Unmarshal([]byte(l.Raw), &f); err != nil {
-		return appliedLine{}, fmt.Errorf("applied manifests line: %w", err)
+		return appliedLine{}, fmt.Errorf("Manifests applied line: %w", err)
 	}
 	d, err := time.ParseDuration(f.Duration)
 	if err != nil {
-		return appliedLine{}, fmt.Errorf("applied manifests line: duration: %w", err)
+		return appliedLine{}, fmt.Errorf("Manifests applied line: duration: %w", err)
 	}
 	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, duration: d}, nil
 }
@@ -53,9 +53,9 @@ func (b *bench) measureApply(ctx context.Context) *section {
 	sec := &section{Name: "apply", Title: "Applying an 800-manifest payload"}
 	reps := b.frac(6, 1)
 	st := &applyStats{
-		opStart: &series{Label: "operator: process start → `applied manifests` logged", Short: "apply: operator (start->done)"},
+		opStart: &series{Label: "operator: process start → `Manifests applied` logged", Short: "apply: operator (start->done)"},
 		opRun:   &series{Label: "operator: the apply run itself (logged duration)", Short: "apply: operator run (logged)"},
-		opSnap:  &series{Label: "operator: `startup feature set` → `applied manifests`", Short: "apply: operator (snap->done)"},
+		opSnap:  &series{Label: "operator: `Startup snapshot taken` → `Manifests applied`", Short: "apply: operator (snap->done)"},
 		kc:      &series{Label: "kubectl apply --server-side -f DIR (wall)", Short: "apply: kubectl"},
 		opNoop:  &series{Label: "operator: no-op re-apply (second run, logged duration)", Short: "re-apply: operator (logged)"},
 		kcNoop:  &series{Label: "kubectl: no-op re-apply (wall)", Short: "re-apply: kubectl"},
@@ -96,7 +96,7 @@ func (b *bench) measureApply(ctx context.Context) *section {
 			"and one for `kubectl apply --server-side -f DIR` with the project's kubectl (`bin/k8s/kubectl`); the two alternate in order. "+
 			"Both apply as admin (system:masters). The operator applies run level by run level, up to 8 manifests of a level at once; kubectl applies one object after the other. "+
 			"The fair comparison is whole process against whole process: kubectl's wall time includes its start and discovery, "+
-			"so the operator's includes its start, snapshot read and ClusterOperator status write (process start → `applied manifests` log line); "+
+			"so the operator's includes its start, snapshot read and ClusterOperator status write (process start → `Manifests applied` log line); "+
 			"the logged run duration is shown too. The no-op re-apply is the operator's second run (drift check) against kubectl run a second time. "+
 			"CPU time is read from /proc for the client and for the control plane's kube-apiserver and etcd.", reps),
 	}
@@ -182,7 +182,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`))
+	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return pl, err
 	}
@@ -202,10 +202,10 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 	st.opStart.add(wall)
 	st.opRun.add(a.duration)
 	st.opCPU, st.opServerCPU, st.opWall = append(st.opCPU, cpu0), append(st.opServerCPU, server1-server0), append(st.opWall, wall)
-	if l, ok := p.Log.Find(testharness.Contains("startup feature set")); ok {
+	if l, ok := p.Log.Find(testharness.Contains("Startup snapshot taken")); ok {
 		st.opSnap.add(first.At().Sub(l.At()))
 	}
-	second, _, err := p.WaitLine(ctx, i+1, testharness.Contains(`"applied manifests"`))
+	second, _, err := p.WaitLine(ctx, i+1, testharness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return pl, err
 	}
@@ -307,7 +307,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return nil, nil, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`))
+	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,7 +346,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	}
 	window := time.Since(w0)
 	m2, _ := procStatus(pid)
-	if _, _, ok := p.Log.FindFrom(i+1, testharness.Contains(`"applied manifests"`)); ok {
+	if _, _, ok := p.Log.FindFrom(i+1, testharness.Contains(`"Manifests applied"`)); ok {
 		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.LogPath())
 	}
 	perHour := time.Duration(float64(cpu1-cpu0) * float64(time.Hour) / float64(window))
@@ -383,7 +383,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return rows, checks, err
 	}
 	defer bare.Stop(10 * time.Second)
-	if _, _, err := bare.WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`)); err != nil {
+	if _, _, err := bare.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`)); err != nil {
 		return rows, checks, err
 	}
 	if err := sleep(ctx, idleSettle); err != nil {
@@ -394,7 +394,9 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return rows, checks, err
 	}
 	rows = append(rows, [2]string{"footprint: baseline without --manifests-dir", fmt.Sprintf("RSS %s (%s anonymous, %s file-backed), peak %s, %d threads, %s after start",
-		mib(bm.RSS), mib(bm.Anon), mib(bm.File), mib(bm.HWM), bm.Threads, fmtDur(idleSettle))})
+		mib(bm.RSS), mib(bm.Anon), mib(bm.File), mib(bm.HWM), bm.Threads, fmtDur(idleSettle))},
+		[2]string{"footprint: binary size", binarySize(b.manager)})
+	checks = append(checks, check{"RSS ≤ 32 MiB (idle, no manifests, 10 s after start)", mib(bm.RSS), bm.RSS <= 32*1024})
 	return rows, checks, nil
 }
 

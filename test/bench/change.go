@@ -117,7 +117,7 @@ func (b *bench) measureChange(ctx context.Context) *section {
 	sec.Method = []string{
 		fmt.Sprintf("One control plane; every run starts a fresh operator process (`--release-version=%s`), waits until its FeatureGate controller has started its workers "+
 			"and the applier has run once, opens the floor watch, then flips `%s` in the FeatureGate's `status.featureGates` entry for that version (enabled ⇄ disabled, "+
-			"which the CRD's rules allow any number of times). Operator: the `ts` of its `…; requesting shutdown` log line (`--zap-time-encoding=rfc3339nano`; "+
+			"which the CRD's rules allow any number of times). Operator: the `ts` of its `FeatureGate changed; requesting shutdown` log line (`--zap-time-encoding=rfc3339nano`; "+
 			"the harness's clock is the same machine clock). "+
 			"Floor, in the same run: a bare client-go watch (dynamic client, field selector on the name, opened at the current resourceVersion) in the harness process.", benchVersion, benchGate),
 		"The issue measures from the update's API response, but the API server hands the change to watchers as it answers the writer: the floor watch " +
@@ -130,7 +130,7 @@ func (b *bench) measureChange(ctx context.Context) *section {
 	proc := newChangeSeries("operator process", "process")
 	inproc := newChangeSeries("operator in-process", "in-process")
 	stopExit := &series{Label: "stop requested → process exited", Short: "stop -> exit", Target: time.Second}
-	stopLog := &series{Label: "stop requested → `graceful shutdown complete` logged", Short: "stop -> shutdown logged"}
+	stopLog := &series{Label: "stop requested → `Graceful shutdown complete` logged", Short: "stop -> shutdown logged"}
 	startReady := &series{Label: "process start → /readyz 200 (API up)", Short: "start -> ready (API up)"}
 	sec.Series = []*series{proc.op, proc.floor, proc.opResp, proc.floorResp, proc.delta, inproc.op, inproc.floor, inproc.opResp, inproc.floorResp, inproc.delta, stopExit, stopLog, startReady}
 
@@ -208,7 +208,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharnes
 		return err
 	}
 	startReady.add(readyAt.Sub(p.Started()))
-	for _, line := range []string{`"Starting workers"`, `"applied manifests"`} {
+	for _, line := range []string{`"Starting workers"`, `"Manifests applied"`} {
 		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharnes
 	}
 	cs.add(sent, resp, floorAt, detected.TS)
 	stopExit.add(exited.Sub(detected.TS))
-	if l, ok := p.Log.Find(testharness.Contains("graceful shutdown complete")); ok {
+	if l, ok := p.Log.Find(testharness.Contains("Graceful shutdown complete")); ok {
 		stopLog.add(l.At().Sub(detected.TS))
 	}
 	return nil

@@ -69,7 +69,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 		"Two operator processes with `--leader-elect --leader-election-namespace=default` (controller-runtime defaults: lease 15 s, renew deadline 10 s, retry 2 s) on one control plane. " +
 			"A run flips the gate; both replicas see the change and exit (the Stopper runs on every replica), and the harness starts a replacement the moment each one exits, as a kubelet would. " +
 			"Measured from the update's API response to the moment a replacement holds the Lease (the harness polls `holderIdentity` every 10 ms) and that replacement's `/readyz` answers 200 " +
-			"(its `startup feature set` line is checked to show the new gate state). The replacements are the pair of the next run.",
+			"(its `Startup snapshot taken` line is checked to show the new gate state). The replacements are the pair of the next run.",
 		"With release: the operator as built (`LeaderElectionReleaseOnCancel: true`, the lease is released on the way out). " +
 			"Without: emulated by SIGKILLing the old leader the moment the harness reads its `requesting shutdown` line, so that the Lease stays held until it expires, " +
 			"as it would for a process that exits without releasing; a run where the harness saw the Lease released before the kill landed is discarded.",
@@ -196,7 +196,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 			}
 		}
 	}
-	if _, _, err := pair[leader].WaitLine(ctx, 0, testharness.Contains(`"applied manifests"`)); err != nil {
+	if _, _, err := pair[leader].WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`)); err != nil {
 		return res, next, err
 	}
 	old, err := lease(ctx, pl.c, leaseName)
@@ -277,7 +277,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	if err != nil {
 		return res, next, err
 	}
-	snap, _, err := nl.WaitLine(ctx, 0, testharness.Contains("startup feature set"))
+	snap, _, err := nl.WaitLine(ctx, 0, testharness.Contains("Startup snapshot taken"))
 	if err != nil {
 		return res, next, err
 	}
