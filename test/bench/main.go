@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -368,18 +369,19 @@ func flipGate(ctx context.Context, c client.Client) (time.Time, error) {
 	return f.do(ctx, c)
 }
 
-// pollAPI returns the time the first read of the FeatureGate through c
-// succeeded: "the API server answers", as a fresh client sees it. A read
-// starts every interval, without waiting for the ones in flight: a
-// kube-apiserver that is starting can hold a request for seconds while later
-// ones are answered, and a poller stuck on one would see the API late.
-func pollAPI(ctx context.Context, c client.Client, interval time.Duration) (time.Time, error) {
+// pollAPI starts a GET of FeatureGate/cluster every interval, without
+// waiting for those in flight, and returns when the first is answered 200.
+// The GETs are plain HTTP: client-go would retry a 503 or 429 inside one
+// call after its Retry-After, and "available" would be seen seconds late.
+func pollAPI(ctx context.Context, cfg *rest.Config, interval time.Duration) (time.Time, error) {
 	const maxInFlight = 100
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// client-go logs (klog, from the context) every read abandoned
-	// mid-response; abandoning them is the point here.
-	ctx = logr.NewContext(ctx, logr.Discard())
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return time.Time{}, err
+	}
+	url := strings.TrimSuffix(cfg.Host, "/") + "/apis/config.openshift.io/v1/featuregates/cluster"
 	answered := make(chan time.Time, 1)
 	var inFlight atomic.Int32
 	var lastErr atomic.Value
@@ -392,8 +394,19 @@ func pollAPI(ctx context.Context, c client.Client, interval time.Duration) (time
 				defer inFlight.Add(-1)
 				rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 				defer rcancel()
-				if err := c.Get(rctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}); err != nil {
+				req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+				if err != nil {
 					lastErr.Store(err.Error())
+					return
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					lastErr.Store(err.Error())
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					lastErr.Store(resp.Status)
 					return
 				}
 				select {

@@ -21,7 +21,7 @@ const apiPoll = 10 * time.Millisecond
 func restartAPI(ctx context.Context, pl *plane) (time.Time, error) {
 	started := make(chan error, 1)
 	go func() { started <- pl.cp.StartAPIServer() }()
-	apiAt, err := pollAPI(ctx, pl.c, apiPoll)
+	apiAt, err := pollAPI(ctx, pl.cfg, apiPoll)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -98,15 +98,26 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name string, phase time
 		_, _ = restartAPI(ctx, pl)
 		return err
 	}
+	// Readiness is polled from before the restart: restartAPI returns only
+	// once the API server reports itself healthy, well after it answers.
+	type result struct {
+		at  time.Time
+		err error
+	}
+	readyCh := make(chan result, 1)
+	go func() {
+		at, err := p.WaitReady(ctx, 5*time.Millisecond)
+		readyCh <- result{at, err}
+	}()
 	apiAt, err := restartAPI(ctx, pl)
 	if err != nil {
 		return err
 	}
-	readyAt, err := p.WaitReady(ctx, 5*time.Millisecond)
-	if err != nil {
-		return err
+	ready := <-readyCh
+	if ready.err != nil {
+		return ready.err
 	}
-	ser.add(readyAt.Sub(apiAt))
+	ser.add(ready.at.Sub(apiAt))
 	snap, _, err := p.WaitLine(ctx, 0, testharness.Contains("Startup snapshot taken"))
 	if err != nil {
 		return err

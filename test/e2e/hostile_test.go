@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
+)
+
+// SIGHUP (a closed terminal, a careless `kill -HUP`) is a graceful stop, not
+// a death by signal (exit 129).
+func TestProcessSIGHUPStopsGracefully(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
+	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+	g.Expect(o.Signal(syscall.SIGHUP)).To(Succeed())
+	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
+	g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
+}
+
+// A closed stdout and stderr (a log pipe whose reader went away) do not kill
+// the operator with SIGPIPE (exit 141): it becomes ready, and stops cleanly.
+func TestProcessSurvivesClosedOutput(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	probe := testharness.FreeAddr(t)
+	r, w, err := os.Pipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Close()).To(Succeed()) // nobody will ever read
+	cmd := exec.Command(managerBin, "--kubeconfig="+testharness.Kubeconfig(t, cp.Config), "--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	cmd.Stdout, cmd.Stderr = w, w
+	g.Expect(cmd.Start()).To(Succeed())
+	g.Expect(w.Close()).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	ready := func() int {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	g.Eventually(ready).WithTimeout(readyTimeout).Should(Equal(http.StatusOK), "it logged its way to ready into a closed pipe")
+	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+	var exit error
+	g.Eventually(done).WithTimeout(exitTimeout).Should(Receive(&exit))
+	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(0), "exit: %v", exit)
+}
+
+// Memory is bounded by the limits, not by the input: an 800-manifest
+// payload with a 5 MB and a 50 MB file beside it is applied within a stated
+// peak RSS, and the oversized files are named in Degraded with their size.
+func TestProcessMemoryBoundedByInput(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	dir := t.TempDir()
+	for i := range 800 {
+		cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: load-%03d\n  namespace: default\ndata:\n  key: %q\n", i, strings.Repeat("v", 512))
+		g.Expect(os.WriteFile(filepath.Join(dir, fmt.Sprintf("0000_%02d_load-%03d.yaml", 10+i%80, i)), []byte(cm), 0o600)).To(Succeed())
+	}
+	for name, size := range map[string]int{"0000_95_big-5mb.yaml": 5 << 20, "0000_96_big-50mb.yaml": 50 << 20} {
+		f, err := os.Create(filepath.Join(dir, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = fmt.Fprintf(f, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  key: %q\n", strings.Repeat("x", size))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(f.Close()).To(Succeed())
+	}
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	_, _, err := o.Log.Wait(ctx, 0, testharness.Message("Manifests applied"))
+	g.Expect(err).NotTo(HaveOccurred())
+	hwm := statusKiB(t, o.Pid(), "VmHWM")
+	t.Logf("peak RSS %.1f MiB applying 800 manifests beside a 5 MB and a 50 MB file", float64(hwm)/1024)
+	g.Expect(hwm).To(BeNumerically("<=", 96*1024), "VmHWM in KiB")
+	degraded := clusterOperatorCondition(t, c, configv1.OperatorDegraded)
+	g.Expect(degraded).NotTo(BeNil())
+	g.Expect(degraded.Message).To(And(ContainSubstring("0000_95_big-5mb.yaml: file is"), ContainSubstring("0000_96_big-50mb.yaml: file is"), ContainSubstring("-byte limit")))
+	g.Expect(exists(g, t, c, &corev1.ConfigMap{}, "default", "load-799")).To(BeTrue())
+}
+
+// statusKiB reads a "<field>: N kB" line of /proc/<pid>/status.
+func statusKiB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
