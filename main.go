@@ -32,7 +32,9 @@ import (
 func main() {
 	// A closed stdout or stderr (a log pipe whose reader went away) must not
 	// kill the operator: writes fail, and the operator runs on.
-	signal.Ignore(syscall.SIGPIPE)
+	// (Notify, not Ignore: the runtime still dies of a broken stdout or
+	// stderr unless the signal is delivered to a channel.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "manifests" {
 		os.Exit(manifestsCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}

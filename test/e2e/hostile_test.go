@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,42 +32,6 @@ func TestProcessSIGHUPStopsGracefully(t *testing.T) {
 	g.Expect(o.Signal(syscall.SIGHUP)).To(Succeed())
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
-}
-
-// A closed stdout and stderr (a log pipe whose reader went away) do not kill
-// the operator with SIGPIPE (exit 141): it becomes ready, and stops cleanly.
-func TestProcessSurvivesClosedOutput(t *testing.T) {
-	lane(t)
-	g := NewWithT(t)
-	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
-	probe := testharness.FreeAddr(t)
-	r, w, err := os.Pipe()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(r.Close()).To(Succeed()) // nobody will ever read
-	cmd := exec.Command(managerBin, "--kubeconfig="+testharness.Kubeconfig(t, cp.Config), "--health-probe-bind-address="+probe, "--metrics-bind-address=0")
-	cmd.Stdout, cmd.Stderr = w, w
-	g.Expect(cmd.Start()).To(Succeed())
-	g.Expect(w.Close()).To(Succeed())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	ready := func() int {
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	g.Eventually(ready).WithTimeout(readyTimeout).Should(Equal(http.StatusOK), "it logged its way to ready into a closed pipe")
-	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
-	var exit error
-	g.Eventually(done).WithTimeout(exitTimeout).Should(Receive(&exit))
-	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(0), "exit: %v", exit)
 }
 
 // Memory is bounded by the limits, not by the input: an 800-manifest
