@@ -29,8 +29,11 @@ func RelaxedCRDs(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s: %w", crds[0], err)
 	}
 	versions, _, err := unstructured.NestedSlice(crd, "spec", "versions")
-	if err != nil || len(versions) == 0 {
-		return nil, fmt.Errorf("%s: no versions: %v", crds[0], err)
+	if err != nil {
+		return nil, fmt.Errorf("%s: spec.versions: %w", crds[0], err)
+	}
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("%s: spec.versions is empty", crds[0])
 	}
 	spec := []string{"schema", "openAPIV3Schema", "properties", "spec"}
 	featureSet := append(append([]string{}, spec...), "properties", "featureSet")

@@ -236,7 +236,7 @@ func newEventClient(cfg *rest.Config) (client.Client, error) {
 	mapper.Add(eventsv1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
 	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
-		return nil, fmt.Errorf("Event client: %w", err)
+		return nil, fmt.Errorf("event client: %w", err)
 	}
 	return c, nil
 }

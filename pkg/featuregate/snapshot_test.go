@@ -320,10 +320,10 @@ func TestSnapshotEnabled(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			for _, gate := range tt.enabled {
-				g.Expect(tt.snapshot.Enabled(configv1.FeatureGateName(gate))).To(BeTrue(), gate)
+				g.Expect(tt.snapshot.Enabled(gate)).To(BeTrue(), gate)
 			}
 			for _, gate := range tt.off {
-				g.Expect(tt.snapshot.Enabled(configv1.FeatureGateName(gate))).To(BeFalse(), gate)
+				g.Expect(tt.snapshot.Enabled(gate)).To(BeFalse(), gate)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // appliedLine is what the applier logs after each run.
@@ -31,11 +32,11 @@ func parseApplied(l testharness.Line) (appliedLine, error) {
 		Duration                           string
 	}
 	if err := json.Unmarshal([]byte(l.Raw), &f); err != nil {
-		return appliedLine{}, fmt.Errorf("Manifests applied line: %w", err)
+		return appliedLine{}, fmt.Errorf("parse the Manifests applied line: %w", err)
 	}
 	d, err := time.ParseDuration(f.Duration)
 	if err != nil {
-		return appliedLine{}, fmt.Errorf("Manifests applied line: duration: %w", err)
+		return appliedLine{}, fmt.Errorf("parse the Manifests applied line: duration: %w", err)
 	}
 	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, duration: d}, nil
 }

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // leaseName is the operator's default leader election Lease

@@ -75,6 +75,10 @@ func TestSecureMetrics(t *testing.T) {
 		return resp.StatusCode, string(body), err
 	}
 
+	// The metrics server starts beside the probes, not before them: /readyz
+	// answering says nothing of its listener.
+	g.Eventually(func() error { _, _, err := scrape(""); return err }).WithTimeout(30 * time.Second).Should(Succeed())
+
 	// Plain HTTP is not served.
 	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + metrics + "/metrics"); err == nil {
 		resp.Body.Close()
