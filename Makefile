@@ -6,8 +6,12 @@ ARGS ?=
 FEATURE_SET ?= Default
 
 LOCALBIN ?= $(shell pwd)/bin
-# etcd, kube-apiserver and kubectl, built from source by envtest-assets.
+# etcd, kube-apiserver and kubectl, built from source by envtest-assets;
+# the node's kubelet, kube-controller-manager, kube-scheduler and kube-proxy,
+# by cluster-assets, beside them.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
+ENVTEST_CMDS = etcd kube-apiserver kubectl
+CLUSTER_CMDS = kubelet kube-controller-manager kube-scheduler kube-proxy
 GOTEST_FLAGS ?= -timeout 30m
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
@@ -53,9 +57,18 @@ vet: ## Run go vet (the operator and examples/consumer, a module of its own).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.
 	@echo $(ENVTEST_ASSETS)
 
-$(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(wildcard hack/k8s/cmd/*/main.go)
+$(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(ENVTEST_CMDS),hack/k8s/cmd/$(c)/main.go)
 	@mkdir -p $(ENVTEST_ASSETS)
-	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ ./cmd/...
+	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(ENVTEST_CMDS),./cmd/$(c))
+	@touch $@
+
+.PHONY: cluster-assets
+cluster-assets: envtest-assets $(ENVTEST_ASSETS)/kubelet ## Build kubelet, kube-controller-manager, kube-scheduler and kube-proxy from source into bin/k8s.
+	@echo $(ENVTEST_ASSETS)
+
+$(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER_CMDS),hack/k8s/cmd/$(c)/main.go)
+	@mkdir -p $(ENVTEST_ASSETS)
+	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(CLUSTER_CMDS),./cmd/$(c))
 	@touch $@
 
 .PHONY: test
