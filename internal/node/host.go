@@ -135,7 +135,7 @@ var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 // the tables that hold nothing but empty built-in chains accepting
 // everything (what restoring a table that was not there leaves).
 func iptablesSave(tool string) (string, error) {
-	out, err := exec.Command(tool+"-save").Output()
+	out, err := exec.Command(tool + "-save").Output()
 	if err != nil {
 		return "", fmt.Errorf("%s-save: %w", tool, err)
 	}

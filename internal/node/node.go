@@ -90,7 +90,8 @@ type Node struct {
 // Start captures the host, then brings the node up: network, etcd, API
 // server, controller manager, scheduler, containerd (with opts.Images),
 // kubelet and kube-proxy, and returns once the node is Ready. On error
-// everything is torn down again.
+// everything is torn down again; the Node returned, if any, still answers
+// Leftovers.
 func Start(ctx context.Context, opts Options) (*Node, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the node needs root (containerd, the kubelet, a bridge, iptables)")
@@ -111,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	n := &Node{Dir: dir, opts: opts, before: before, procs: map[string]*testharness.Process{}, specs: map[string]testharness.Options{}}
 	if err := n.start(ctx); err != nil {
-		return nil, errors.Join(err, n.Stop())
+		return n, errors.Join(err, n.Stop())
 	}
 	return n, nil
 }
@@ -134,7 +135,9 @@ func checkTools(assets string) error {
 	return nil
 }
 
-func (n *Node) path(parts ...string) string { return filepath.Join(append([]string{n.Dir}, parts...)...) }
+func (n *Node) path(parts ...string) string {
+	return filepath.Join(append([]string{n.Dir}, parts...)...)
+}
 
 func (n *Node) start(ctx context.Context) error {
 	pki, err := newPKI(n.path("pki"))

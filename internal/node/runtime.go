@@ -86,7 +86,7 @@ disabled_plugins = [
 }
 `, bridge, podCIDR, BridgeIP.String(), n.path("cni", "ipam"))
 	if err := writeFiles(map[string]string{
-		n.path("containerd", "config.toml"):              config,
+		n.path("containerd", "config.toml"):               config,
 		n.path("cni", "net.d", "10-featuregate.conflist"): cni,
 	}); err != nil {
 		return err
@@ -178,6 +178,8 @@ serializeImagePulls: false
 		"--volume-plugin-dir="+n.path("kubelet", "volume-plugins"),
 		"--hostname-override="+Name,
 		"--node-ip="+BridgeIP.String(),
+		// The HTTP prober logs the bodies it reads (why /readyz fails).
+		"--vmodule=http=4",
 	)
 	if err != nil {
 		return err

@@ -102,5 +102,3 @@ func (n *Node) Leftovers() []string {
 	assets, _ := filepath.Abs(n.opts.Assets)
 	return n.before.leftovers(n.Dir, assets)
 }
-
-
