@@ -83,6 +83,8 @@ type Node struct {
 	etcdURL string
 	procs   map[string]*testharness.Process
 	specs   map[string]testharness.Options
+	// stopped are the components stopped on purpose.
+	stopped map[string]bool
 	// order is the order the components started in; they stop in reverse.
 	order []string
 }
@@ -110,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Dir: dir, opts: opts, before: before, procs: map[string]*testharness.Process{}, specs: map[string]testharness.Options{}}
+	n := &Node{Dir: dir, opts: opts, before: before, procs: map[string]*testharness.Process{}, specs: map[string]testharness.Options{}, stopped: map[string]bool{}}
 	if err := n.start(ctx); err != nil {
 		return n, errors.Join(err, n.Stop())
 	}
@@ -228,6 +230,7 @@ func (n *Node) restart(name string) error {
 		return err
 	}
 	n.procs[name] = p
+	delete(n.stopped, name)
 	return nil
 }
 
@@ -297,7 +300,7 @@ func (n *Node) waitAPIServer(ctx context.Context) error {
 // StopAPIServer stops kube-apiserver (SIGTERM), as an outage; the rest of
 // the node keeps running.
 func (n *Node) StopAPIServer() {
-	n.procs["kube-apiserver"].Stop(30 * time.Second)
+	n.stop("kube-apiserver")
 }
 
 // StartAPIServer starts kube-apiserver again, with the same address,

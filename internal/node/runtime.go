@@ -34,7 +34,6 @@ disabled_plugins = [
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.runtime.v1.linux",
   "io.containerd.tracing.processor.v1.otlp",
   "io.containerd.internal.v1.tracing",
 ]
@@ -75,6 +74,7 @@ disabled_plugins = [
     "type": "bridge",
     "bridge": %q,
     "isGateway": true,
+    "isDefaultGateway": true,
     "ipMasq": false,
     "hairpinMode": true,
     "ipam": {

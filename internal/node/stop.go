@@ -18,8 +18,17 @@ import (
 
 // poll calls cond every 250 ms until it is true, for at most timeout; the
 // error names what was awaited.
+// It gives up at once when a component has exited.
 func (n *Node) poll(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, cond); err != nil {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range n.order {
+			if p := n.procs[name]; p.Exited() && !n.stopped[name] {
+				return false, fmt.Errorf("%s exited (code %d); log: %s", name, p.ExitCode(), p.LogPath())
+			}
+		}
+		return cond(ctx)
+	})
+	if err != nil {
 		return fmt.Errorf("node: waiting for %s: %w (logs in %s)", what, err, n.opts.LogDir)
 	}
 	return nil
@@ -73,6 +82,7 @@ func (n *Node) running(name string) bool {
 
 func (n *Node) stop(name string) {
 	if p := n.procs[name]; p != nil {
+		n.stopped[name] = true
 		p.Stop(20 * time.Second)
 	}
 }
