@@ -146,6 +146,9 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 		LeaderElection:          cfg.LeaderElection.LeaderElect,
 		LeaderElectionID:        cfg.LeaderElection.ResourceName,
 		LeaderElectionNamespace: cfg.LeaderElection.ResourceNamespace,
+		LeaseDuration:           &cfg.LeaderElection.LeaseDuration.Duration,
+		RenewDeadline:           &cfg.LeaderElection.RenewDeadline.Duration,
+		RetryPeriod:             &cfg.LeaderElection.RetryPeriod.Duration,
 		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout.Duration,
 	}
 }

@@ -19,6 +19,7 @@ package v1alpha1
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -33,6 +34,10 @@ const (
 	DefaultCacheSyncTimeout         = 2 * time.Minute
 	DefaultLeaderElect              = false
 	DefaultLeaderElectionResourceID = "featuregate-operator.featuregate-operator.io"
+	DefaultLeaseDuration            = 137 * time.Second
+	DefaultRenewDeadline            = 107 * time.Second
+	DefaultRetryPeriod              = 26 * time.Second
+	DefaultMaxManifestSize          = "3Mi"
 	DefaultMetricsBindAddress       = ":8443"
 	DefaultMetricsSecure            = true
 	DefaultHealthProbeBindAddress   = ":8081"
@@ -61,6 +66,13 @@ func SetDefaults_OperatorConfig(cfg *OperatorConfig) { //nolint:revive,staticche
 	defaultDuration(&cfg.CacheSyncTimeout, DefaultCacheSyncTimeout)
 	if cfg.LeaderElection.ResourceName == "" {
 		cfg.LeaderElection.ResourceName = DefaultLeaderElectionResourceID
+	}
+	defaultDuration(&cfg.LeaderElection.LeaseDuration, DefaultLeaseDuration)
+	defaultDuration(&cfg.LeaderElection.RenewDeadline, DefaultRenewDeadline)
+	defaultDuration(&cfg.LeaderElection.RetryPeriod, DefaultRetryPeriod)
+	if cfg.MaxManifestSize == nil {
+		size := resource.MustParse(DefaultMaxManifestSize)
+		cfg.MaxManifestSize = &size
 	}
 	if cfg.Metrics.BindAddress == "" {
 		cfg.Metrics.BindAddress = DefaultMetricsBindAddress

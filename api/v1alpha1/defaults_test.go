@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -39,9 +40,11 @@ func fullyDefaulted() *OperatorConfig {
 		InitialFetchBackoffCap:  dur(2 * time.Second),
 		InitialFetchTimeout:     dur(0),
 		CacheSyncTimeout:        dur(2 * time.Minute),
-		LeaderElection:          LeaderElectionConfig{ResourceName: "featuregate-operator.featuregate-operator.io"},
-		Metrics:                 MetricsConfig{BindAddress: ":8443", Secure: ptr.To(true)},
-		Health:                  HealthConfig{BindAddress: ":8081"},
+		MaxManifestSize:         ptr.To(resource.MustParse("3Mi")),
+		LeaderElection: LeaderElectionConfig{ResourceName: "featuregate-operator.featuregate-operator.io",
+			LeaseDuration: dur(137 * time.Second), RenewDeadline: dur(107 * time.Second), RetryPeriod: dur(26 * time.Second)},
+		Metrics: MetricsConfig{BindAddress: ":8443", Secure: ptr.To(true)},
+		Health:  HealthConfig{BindAddress: ":8081"},
 	}
 }
 
@@ -68,9 +71,12 @@ func TestSetDefaults(t *testing.T) {
 			InitialFetchBackoffCap:  dur(time.Second),
 			InitialFetchTimeout:     dur(time.Hour),
 			CacheSyncTimeout:        dur(time.Second),
-			LeaderElection:          LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "ns", ResourceName: "lease"},
-			Metrics:                 MetricsConfig{BindAddress: "0", Secure: ptr.To(false)},
-			Health:                  HealthConfig{BindAddress: ":9000"},
+			ExcludeIdentifier:       "hypershift",
+			MaxManifestSize:         ptr.To(resource.MustParse("1Mi")),
+			LeaderElection: LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "ns", ResourceName: "lease",
+				LeaseDuration: dur(15 * time.Second), RenewDeadline: dur(10 * time.Second), RetryPeriod: dur(2 * time.Second)},
+			Metrics: MetricsConfig{BindAddress: "0", Secure: ptr.To(false)},
+			Health:  HealthConfig{BindAddress: ":9000"},
 		},
 		want: func() *OperatorConfig {
 			return &OperatorConfig{
@@ -86,9 +92,12 @@ func TestSetDefaults(t *testing.T) {
 				InitialFetchBackoffCap:  dur(time.Second),
 				InitialFetchTimeout:     dur(time.Hour),
 				CacheSyncTimeout:        dur(time.Second),
-				LeaderElection:          LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "ns", ResourceName: "lease"},
-				Metrics:                 MetricsConfig{BindAddress: "0", Secure: ptr.To(false)},
-				Health:                  HealthConfig{BindAddress: ":9000"},
+				ExcludeIdentifier:       "hypershift",
+				MaxManifestSize:         ptr.To(resource.MustParse("1Mi")),
+				LeaderElection: LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "ns", ResourceName: "lease",
+					LeaseDuration: dur(15 * time.Second), RenewDeadline: dur(10 * time.Second), RetryPeriod: dur(2 * time.Second)},
+				Metrics: MetricsConfig{BindAddress: "0", Secure: ptr.To(false)},
+				Health:  HealthConfig{BindAddress: ":9000"},
 			}
 		},
 	}, {

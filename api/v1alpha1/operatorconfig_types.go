@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,6 +61,19 @@ type OperatorConfig struct {
 	// filtering.
 	// +optional
 	ClusterProfile string `json:"clusterProfile,omitempty"`
+
+	// excludeIdentifier excludes the manifests annotated
+	// exclude.release.openshift.io/<excludeIdentifier>: "true", as the
+	// cluster-version-operator's --exclude does. Empty: no such filter.
+	// +optional
+	ExcludeIdentifier string `json:"excludeIdentifier,omitempty"`
+
+	// maxManifestSize bounds each manifest file; a larger file is refused,
+	// named with its size, and the rest of the payload still applies. The
+	// API server stores no object above about 1.5 MiB, and decoding costs a
+	// multiple of a file's size. Default: 3Mi; at most 64Mi.
+	// +optional
+	MaxManifestSize *resource.Quantity `json:"maxManifestSize,omitempty"`
 
 	// clusterOperatorName is the name of the config.openshift.io/v1
 	// ClusterOperator that reports this operator's status.
@@ -123,6 +137,24 @@ type LeaderElectionConfig struct {
 	// Default: "featuregate-operator.featuregate-operator.io".
 	// +optional
 	ResourceName string `json:"resourceName,omitempty"`
+
+	// leaseDuration is how long a lease is valid without renewal: how long
+	// other replicas wait for a leader that died without releasing it.
+	// Default: 137s (OpenShift's, tolerating an API outage of about two
+	// minutes without a leader change).
+	// +optional
+	LeaseDuration metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// renewDeadline is how long the leader keeps trying to renew before it
+	// gives up leadership and exits. Shorter than leaseDuration. An API
+	// outage longer than this restarts the leader. Default: 107s.
+	// +optional
+	RenewDeadline metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// retryPeriod is the interval between attempts to acquire or renew.
+	// renewDeadline must be more than 1.2 times it. Default: 26s.
+	// +optional
+	RetryPeriod metav1.Duration `json:"retryPeriod,omitempty"`
 }
 
 // MetricsConfig configures the metrics endpoint.

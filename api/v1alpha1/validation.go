@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -87,6 +88,15 @@ func (c *OperatorConfig) Validate() field.ErrorList {
 	}
 	if name := c.LeaderElection.ResourceName; name != "" || c.LeaderElection.LeaderElect {
 		errs = append(errs, validateDNS1123Subdomain(le.Child("resourceName"), name)...)
+	}
+
+	errs = append(errs, validateLeaseTimings(le, c.LeaderElection)...)
+	errs = append(errs, validateMaxManifestSize(field.NewPath("maxManifestSize"), c.MaxManifestSize)...)
+	if id := c.ExcludeIdentifier; id != "" {
+		// It becomes the name part of an annotation key.
+		for _, msg := range validation.IsQualifiedName(id) {
+			errs = append(errs, field.Invalid(field.NewPath("excludeIdentifier"), id, msg))
+		}
 	}
 
 	errs = append(errs, validateBindAddress(field.NewPath("metrics", "bindAddress"), c.Metrics.BindAddress)...)
@@ -156,4 +166,39 @@ func validateBindAddress(p *field.Path, addr string) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, addr, "port must be a number between 0 and 65535")}
 	}
 	return nil
+}
+
+// MaxMaxManifestSize is the largest maxManifestSize accepted: half the
+// Deployment's memory limit, as decoding a file costs a multiple of its size.
+var MaxMaxManifestSize = resource.MustParse("64Mi")
+
+func validateMaxManifestSize(p *field.Path, q *resource.Quantity) field.ErrorList {
+	if q == nil {
+		return nil
+	}
+	if q.Sign() <= 0 || q.Cmp(MaxMaxManifestSize) > 0 {
+		return field.ErrorList{field.Invalid(p, q.String(), "must be more than 0 and at most "+MaxMaxManifestSize.String())}
+	}
+	return nil
+}
+
+// validateLeaseTimings holds client-go's leader election rules, so that a
+// bad pair fails at start naming the field, not in the elector.
+func validateLeaseTimings(p *field.Path, le LeaderElectionConfig) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validatePositiveDuration(p.Child("leaseDuration"), le.LeaseDuration)...)
+	errs = append(errs, validatePositiveDuration(p.Child("renewDeadline"), le.RenewDeadline)...)
+	errs = append(errs, validatePositiveDuration(p.Child("retryPeriod"), le.RetryPeriod)...)
+	if len(errs) > 0 {
+		return errs
+	}
+	if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+		errs = append(errs, field.Invalid(p.Child("renewDeadline"), le.RenewDeadline.Duration.String(),
+			fmt.Sprintf("must be less than leaseDuration (%s)", le.LeaseDuration.Duration)))
+	}
+	if float64(le.RenewDeadline.Duration) <= 1.2*float64(le.RetryPeriod.Duration) {
+		errs = append(errs, field.Invalid(p.Child("retryPeriod"), le.RetryPeriod.Duration.String(),
+			fmt.Sprintf("renewDeadline (%s) must be more than 1.2 times it", le.RenewDeadline.Duration)))
+	}
+	return errs
 }

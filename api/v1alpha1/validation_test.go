@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func TestValidate(t *testing.T) {
@@ -41,7 +43,10 @@ func TestValidate(t *testing.T) {
 			c.ManifestsDir = "/manifests"
 			c.ClusterProfile = "self-managed-high-availability"
 			c.InitialFetchTimeout = dur(time.Minute)
-			c.LeaderElection = LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "openshift-foo", ResourceName: "foo.example.com"}
+			c.LeaderElection = LeaderElectionConfig{LeaderElect: true, ResourceNamespace: "openshift-foo", ResourceName: "foo.example.com",
+				LeaseDuration: dur(15 * time.Second), RenewDeadline: dur(10 * time.Second), RetryPeriod: dur(2 * time.Second)}
+			c.ExcludeIdentifier = "hypershift"
+			c.MaxManifestSize = ptr.To(resource.MustParse("64Mi"))
 			c.Metrics.BindAddress = "0"
 			c.Health.BindAddress = "127.0.0.1:0"
 		}, nil},
@@ -55,6 +60,15 @@ func TestValidate(t *testing.T) {
 		{"clusterOperatorName empty", func(c *OperatorConfig) { c.ClusterOperatorName = "" }, []want{{"clusterOperatorName", field.ErrorTypeRequired}}},
 		{"clusterOperatorName not a DNS-1123 subdomain", func(c *OperatorConfig) { c.ClusterOperatorName = "-bad" }, []want{{"clusterOperatorName", field.ErrorTypeInvalid}}},
 		{"clusterOperatorName too long", func(c *OperatorConfig) { c.ClusterOperatorName = strings.Repeat("a", 254) }, []want{{"clusterOperatorName", field.ErrorTypeInvalid}}},
+
+		{"leaseDuration zero", func(c *OperatorConfig) { c.LeaderElection.LeaseDuration = dur(-1) }, []want{{"leaderElection.leaseDuration", field.ErrorTypeInvalid}}},
+		{"renewDeadline not below leaseDuration", func(c *OperatorConfig) { c.LeaderElection.RenewDeadline = c.LeaderElection.LeaseDuration },
+			[]want{{"leaderElection.renewDeadline", field.ErrorTypeInvalid}}},
+		{"retryPeriod too close to renewDeadline", func(c *OperatorConfig) { c.LeaderElection.RetryPeriod = dur(100 * time.Second) },
+			[]want{{"leaderElection.retryPeriod", field.ErrorTypeInvalid}}},
+		{"maxManifestSize zero", func(c *OperatorConfig) { c.MaxManifestSize = ptr.To(resource.MustParse("0")) }, []want{{"maxManifestSize", field.ErrorTypeInvalid}}},
+		{"maxManifestSize above 64Mi", func(c *OperatorConfig) { c.MaxManifestSize = ptr.To(resource.MustParse("65Mi")) }, []want{{"maxManifestSize", field.ErrorTypeInvalid}}},
+		{"excludeIdentifier not an annotation name", func(c *OperatorConfig) { c.ExcludeIdentifier = "a b" }, []want{{"excludeIdentifier", field.ErrorTypeInvalid}}},
 
 		{"releaseVersion with whitespace", func(c *OperatorConfig) { c.ReleaseVersion = "4.18 .0" }, []want{{"releaseVersion", field.ErrorTypeInvalid}}},
 

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/featuregate-operator/operator/api/v1alpha1"
 )
 
@@ -46,6 +48,11 @@ const (
 	FlagLeaderElect             = "leader-elect"
 	FlagLeaderElectionNamespace = "leader-election-namespace"
 	FlagLeaderElectionID        = "leader-election-id"
+	FlagLeaseDuration           = "leader-elect-lease-duration"
+	FlagRenewDeadline           = "leader-elect-renew-deadline"
+	FlagRetryPeriod             = "leader-elect-retry-period"
+	FlagExcludeIdentifier       = "exclude-identifier"
+	FlagMaxManifestSize         = "max-manifest-size"
 	FlagMetricsBindAddress      = "metrics-bind-address"
 	FlagMetricsSecure           = "metrics-secure"
 	FlagHealthProbeBindAddress  = "health-probe-bind-address"
@@ -90,6 +97,16 @@ var flagSpecs = []flagSpec{
 		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.ResourceNamespace }},
 	{FlagLeaderElectionID, "leaderElection.resourceName", "Name of the leader election Lease.",
 		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.ResourceName }},
+	{FlagLeaseDuration, "leaderElection.leaseDuration", "How long other replicas wait for a leader that stopped renewing.",
+		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.LeaseDuration.Duration }},
+	{FlagRenewDeadline, "leaderElection.renewDeadline", "How long the leader retries renewing before it exits; an API outage longer than this restarts it.",
+		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.RenewDeadline.Duration }},
+	{FlagRetryPeriod, "leaderElection.retryPeriod", "Interval between attempts to acquire or renew the lease.",
+		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.RetryPeriod.Duration }},
+	{FlagExcludeIdentifier, "excludeIdentifier", `Exclude manifests annotated exclude.release.openshift.io/<identifier>: "true" (empty: no such filter).`,
+		func(c *v1alpha1.OperatorConfig) any { return &c.ExcludeIdentifier }},
+	{FlagMaxManifestSize, "maxManifestSize", "Largest manifest file read, as a quantity (e.g. 3Mi); larger files are refused, named in Degraded.",
+		func(c *v1alpha1.OperatorConfig) any { return &c.MaxManifestSize }},
 	{FlagMetricsBindAddress, "metrics.bindAddress", `Address the metrics endpoint binds to ("0" disables it).`,
 		func(c *v1alpha1.OperatorConfig) any { return &c.Metrics.BindAddress }},
 	{FlagMetricsSecure, "metrics.secure", "Serve metrics over HTTPS with authentication and authorization (false: plain HTTP).",
@@ -129,6 +146,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 			fs.DurationVar(p, s.name, *p, usage)
 		case *[]string:
 			fs.Var(&stringList{p: p}, s.name, usage)
+		case **resource.Quantity:
+			fs.Var(quantity{p: p}, s.name, usage) // non-nil: values is defaulted
 		default:
 			panic(fmt.Sprintf("config: flag %s: unsupported field type %T", s.name, p))
 		}
@@ -202,6 +221,10 @@ func Merge(dst, src *v1alpha1.OperatorConfig, fs *flag.FlagSet) map[string]strin
 			*d = *s.field(src).(*time.Duration)
 		case *[]string:
 			*d = slices.Clone(*s.field(src).(*[]string))
+		case **resource.Quantity:
+			if q := *s.field(src).(**resource.Quantity); q != nil {
+				*d = new(q.DeepCopy())
+			}
 		}
 	})
 	return set
@@ -245,5 +268,26 @@ func (l *stringList) Set(v string) error {
 		l.set = true
 	}
 	*l.p = append(*l.p, items...)
+	return nil
+}
+
+// quantity is a flag holding a resource.Quantity ("3Mi", "1048576").
+type quantity struct{ p **resource.Quantity }
+
+var _ flag.Value = quantity{}
+
+func (q quantity) String() string {
+	if q.p == nil || *q.p == nil {
+		return ""
+	}
+	return (*q.p).String()
+}
+
+func (q quantity) Set(v string) error {
+	parsed, err := resource.ParseQuantity(v)
+	if err != nil {
+		return err
+	}
+	*q.p = &parsed
 	return nil
 }

@@ -449,7 +449,10 @@ func TestFaultLeaderElection(t *testing.T) {
 	c := testharness.Client(t, cp.Config)
 	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	kc := testharness.Kubeconfig(t, cp.Config)
-	args := []string{"--leader-elect", "--leader-election-namespace=default", "--manifests-dir=" + seedManifests(t), "--resync-period=2s"}
+	// controller-runtime's timings, not OpenShift's defaults: a standby
+	// notices a released lease at its next retry.
+	args := []string{"--leader-elect", "--leader-election-namespace=default", "--manifests-dir=" + seedManifests(t), "--resync-period=2s",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}
 	a := startOperator(t, "replica-a", kc, args...)
 	b := startOperator(t, "replica-b", kc, args...)
 	for _, o := range []*testharness.Process{a, b} {
