@@ -1,5 +1,5 @@
 // Package image builds container images without Docker: one static binary
-// as the whole file system, with the contract the Dockerfile states (user,
+// (and the user's /etc/passwd entry) as the whole file system, with the contract the Dockerfile states (user,
 // entrypoint, ports), as an archive that `ctr image import` and `docker load`
 // read. The image, its layer and the archive are go-containerregistry's; the
 // only tar writing is the standard library's tar.Writer.AddFS over a
@@ -59,7 +59,7 @@ func Build(binary string, c Contract) (v1.Image, error) {
 	if len(c.Entrypoint) == 0 || !strings.HasPrefix(c.Entrypoint[0], "/") {
 		return nil, fmt.Errorf("image of %s: entrypoint %q is not an absolute path", binary, c.Entrypoint)
 	}
-	layerTar, err := layerOf(binary, strings.TrimPrefix(c.Entrypoint[0], "/"))
+	layerTar, err := layerOf(binary, strings.TrimPrefix(c.Entrypoint[0], "/"), c.User)
 	if err != nil {
 		return nil, err
 	}
@@ -97,23 +97,44 @@ func Build(binary string, c Contract) (v1.Image, error) {
 }
 
 // layerOf is a tar stream holding binary as path, mode kept, owned by root
-// (as the Dockerfile's COPY leaves it).
-func layerOf(binary, path string) ([]byte, error) {
+// (as the Dockerfile's COPY leaves it), and /etc/passwd and /etc/group
+// naming the user, as distroless has them: a kubelet runs the container
+// as the image's UID alone, and the runtime takes the group from
+// /etc/passwd (without it, group 0).
+func layerOf(binary, path, user string) ([]byte, error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
 		return nil, fmt.Errorf("image binary: %w", err)
+	}
+	uid, gid, ok := strings.Cut(user, ":")
+	if !ok {
+		return nil, fmt.Errorf("image of %s: user %q is not uid:gid", binary, user)
 	}
 	stage, err := os.MkdirTemp("", "featuregate-image-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(stage)
-	target := filepath.Join(stage, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return nil, err
+	files := map[string]struct {
+		data []byte
+		mode os.FileMode
+	}{
+		path:         {data, 0o755},
+		"etc/passwd": {[]byte(fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%s:%s:nonroot:/home/nonroot:/sbin/nologin\n", uid, gid)), 0o644},
+		"etc/group":  {[]byte(fmt.Sprintf("root:x:0:\nnonroot:x:%s:\n", gid)), 0o644},
 	}
-	if err := os.WriteFile(target, data, 0o755); err != nil {
-		return nil, err
+	for name, f := range files {
+		target := filepath.Join(stage, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(target, f.data, f.mode); err != nil {
+			return nil, err
+		}
+		// Not as the umask left it.
+		if err := os.Chmod(target, f.mode); err != nil {
+			return nil, err
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

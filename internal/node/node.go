@@ -286,13 +286,18 @@ func (n *Node) startAPIServer(ctx context.Context, pki *pki) error {
 	if err != nil {
 		return err
 	}
-	return n.waitAPIServer(ctx)
+	return n.waitAPIServer(ctx, "kube-apiserver", n.Admin)
 }
 
-// waitAPIServer waits for /readyz to answer 200.
-func (n *Node) waitAPIServer(ctx context.Context) error {
-	return n.poll(ctx, "kube-apiserver ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		body, err := n.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(5 * time.Second).DoRaw(ctx)
+// waitAPIServer waits for the /readyz of the API server at cfg to answer
+// ok.
+func (n *Node) waitAPIServer(ctx context.Context, name string, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return n.poll(ctx, name+" ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(5 * time.Second).DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
 }
@@ -309,7 +314,7 @@ func (n *Node) StartAPIServer(ctx context.Context) error {
 	if err := n.restart("kube-apiserver"); err != nil {
 		return err
 	}
-	return n.waitAPIServer(ctx)
+	return n.waitAPIServer(ctx, "kube-apiserver", n.Admin)
 }
 
 // kubernetesEndpoints publishes the API server's address as the endpoints

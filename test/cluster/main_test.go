@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/internal/image"
 	"github.com/featuregate-operator/operator/internal/node"
@@ -50,6 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv(guard) == "" {
 		fmt.Printf("test/cluster: skipped: these tests run a node of their own as root; `make test-cluster` runs them (%s=1)\n", guard)
 		return m.Run()

@@ -129,7 +129,8 @@ func checkStatic(t *testing.T, path string) {
 // The image `make test-cluster` runs is built without Docker by
 // internal/image; it must be the image the Dockerfile describes: the same
 // user, entrypoint and exposed ports (which are the Deployment's container
-// ports), and nothing in it but the static manager, executable.
+// ports), and nothing in it but the static manager, executable, and the
+// user's /etc/passwd and /etc/group entries.
 func TestOCIImageMatchesDockerfile(t *testing.T) {
 	g := NewWithT(t)
 	want := dockerfileContract(t, filepath.Join(root, "Dockerfile"))
@@ -141,7 +142,9 @@ func TestOCIImageMatchesDockerfile(t *testing.T) {
 	got, files, err := image.Read(archive, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(want), "the OCI image's config and the Dockerfile")
-	g.Expect(files).To(Equal([]string{"/manager 0755 0:0"}))
+	// The manager, and the user's entry the runtime reads the group from
+	// (the kubelet passes the image's UID alone), as in distroless.
+	g.Expect(files).To(Equal([]string{"/etc 0755 0:0", "/etc/group 0644 0:0", "/etc/passwd 0644 0:0", "/manager 0755 0:0"}))
 
 	var dep appsv1.Deployment
 	convert(t, find(t, rendered(t), "Deployment", "controller-manager"), &dep)
