@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // What the node's components change on the host outside its directory,
@@ -238,16 +239,16 @@ func podCgroups() []string {
 func nodeProcesses(dir, assets string) []int {
 	self := os.Getpid()
 	pids := map[int]bool{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if bytes.Contains(cmdline, []byte(dir)) || (assets != "" && strings.HasPrefix(exe, assets+"/")) {
-			pids[pid] = true
+	for _, pid := range testharness.ProcessesMentioning(dir) {
+		pids[pid] = true
+	}
+	if assets != "" {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != self && strings.HasPrefix(exe, assets+"/") {
+				pids[pid] = true
+			}
 		}
 	}
 	for _, cg := range podCgroups() {
