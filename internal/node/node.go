@@ -237,14 +237,11 @@ func (n *Node) restart(name string) error {
 func (n *Node) asset(name string) string { return filepath.Join(n.opts.Assets, name) }
 
 func (n *Node) startEtcd() error {
-	client, err := testharness.FreePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	peer, err := testharness.FreePort()
-	if err != nil {
-		return err
-	}
+	client, peer := ports[0], ports[1]
 	n.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
 	n.opts.Logf("node: etcd on %s", n.etcdURL)
 	return n.run("etcd", n.asset("etcd"),
@@ -347,14 +344,11 @@ func (n *Node) kubernetesEndpoints(ctx context.Context) error {
 // minute before it calls a node unreachable (and its pods not ready): the
 // kubelet cannot renew its lease while the API server is down.
 func (n *Node) startControllers(pki *pki) error {
-	kcmPort, err := testharness.FreePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	schedPort, err := testharness.FreePort()
-	if err != nil {
-		return err
-	}
+	kcmPort, schedPort := ports[0], ports[1]
 	n.opts.Logf("node: kube-controller-manager, kube-scheduler")
 	return errors.Join(
 		n.run("kube-controller-manager", n.asset("kube-controller-manager"),
@@ -375,4 +369,18 @@ func (n *Node) startControllers(pki *pki) error {
 			fmt.Sprintf("--secure-port=%d", schedPort),
 		),
 	)
+}
+
+// freePorts is count loopback ports nobody listened on a moment ago, for
+// the components' own endpoints (health, metrics, peers).
+func freePorts(count int) ([]int, error) {
+	ports := make([]int, count)
+	for i := range ports {
+		p, err := testharness.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
 }

@@ -12,8 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // cniBinDir is where Debian's containernetworking-plugins installs them.
@@ -126,10 +124,11 @@ func (n *Node) ctr(ctx context.Context, args ...string) error {
 // off (the images cannot be pulled again); eviction thresholds are low,
 // so that a busy disk does not taint the node.
 func (n *Node) startKubelet(ctx context.Context, pki *pki) error {
-	healthz, err := testharness.FreePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
 	}
+	healthz := ports[0]
 	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -203,14 +202,11 @@ serializeImagePulls: false
 // conntrack settings and serves NodePorts on no loopback address, so that
 // it leaves the kernel's settings alone.
 func (n *Node) startProxy(ctx context.Context) error {
-	healthz, err := testharness.FreePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	metrics, err := testharness.FreePort()
-	if err != nil {
-		return err
-	}
+	healthz, metrics := ports[0], ports[1]
 	n.opts.Logf("node: kube-proxy")
 	err = n.run("kube-proxy", n.asset("kube-proxy"),
 		"--kubeconfig="+n.Kubeconfig,

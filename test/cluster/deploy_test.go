@@ -183,6 +183,20 @@ func undeploy(t *testing.T, rendered string) {
 	}
 }
 
+// running is most tests' start: the CRDs, FeatureGate/cluster with set,
+// the operator deployed and its pod Ready; the context is bounded by
+// timeout.
+func running(t *testing.T, set configv1.FeatureSet, timeout time.Duration) (context.Context, corev1.Pod) {
+	t.Helper()
+	needNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	installCRDs(t)
+	createFeatureGate(t, set)
+	deploy(t, deployOptions{})
+	return ctx, readyPod(ctx, t)
+}
+
 // pods lists the operator's pods.
 func pods(ctx context.Context, t *testing.T) []corev1.Pod {
 	t.Helper()

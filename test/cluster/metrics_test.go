@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +16,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The secured metrics endpoint, reached as Prometheus reaches it: through
@@ -26,14 +26,8 @@ import (
 // reads it (200); one without the role is refused (403), and so is a
 // request without a token (401).
 func TestMetricsThroughService(t *testing.T) {
-	needNode(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	installCRDs(t)
-	createFeatureGate(t, configv1.TechPreviewNoUpgrade)
-	deploy(t, deployOptions{})
-	readyPod(ctx, t)
+	ctx, _ := running(t, configv1.TechPreviewNoUpgrade, 6*time.Minute)
 
 	svc, err := cluster.Clientset.CoreV1().Services(namespace).Get(ctx, metricsService, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -43,7 +37,7 @@ func TestMetricsThroughService(t *testing.T) {
 	stranger := scraperToken(ctx, t, "metrics-stranger", false)
 	var body string
 	g.Eventually(func() (int, error) {
-		code, b, err := scrape(ctx, url, scraper)
+		code, b, err := testharness.Scrape(ctx, url, scraper)
 		body = b
 		return code, err
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Equal(http.StatusOK), "scrape %s with the metrics-reader token", url)
@@ -89,34 +83,8 @@ func scraperToken(ctx context.Context, t *testing.T, name string, reader bool) s
 	return tr.Status.Token
 }
 
-// scrapeClient trusts any certificate: the metrics endpoint serves the
-// self-signed one controller-runtime makes (no cert-manager here), and
-// what is tested is the bearer token's authentication and authorization.
-var scrapeClient = &http.Client{
-	Timeout:   5 * time.Second,
-	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // see above
-}
-
-// scrape GETs url with token (none when empty): status code and body.
-func scrape(ctx context.Context, url, token string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := scrapeClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
-// status is scrape's status code.
+// status is testharness.Scrape's status code.
 func status(ctx context.Context, url, token string) (int, error) {
-	code, _, err := scrape(ctx, url, token)
+	code, _, err := testharness.Scrape(ctx, url, token)
 	return code, err
 }

@@ -22,14 +22,8 @@ const outage = 60 * time.Second
 // made meanwhile (through a second API server on the same etcd, which no
 // pod can reach) restarts it once, after the API server is back.
 func TestAPIOutage(t *testing.T) {
-	needNode(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	installCRDs(t)
-	createFeatureGate(t, configv1.Default)
-	deploy(t, deployOptions{})
-	pod := readyPod(ctx, t)
+	ctx, pod := running(t, configv1.Default, 10*time.Minute)
 	id := managerStatus(pod).ContainerID
 	pid, err := cluster.ContainerPID(ctx, id)
 	g.Expect(err).NotTo(HaveOccurred())

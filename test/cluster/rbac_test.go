@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +25,8 @@ import (
 // default ships is enough for all it does: snapshot, Events, ClusterOperator,
 // the payload. The same token may not write the FeatureGate.
 func TestShippedRBACWithMountedToken(t *testing.T) {
-	needNode(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	installCRDs(t)
-	createFeatureGate(t, configv1.TechPreviewNoUpgrade)
-	deploy(t, deployOptions{})
-	pod := readyPod(ctx, t)
+	ctx, pod := running(t, configv1.TechPreviewNoUpgrade, 6*time.Minute)
 
 	ctr := pod.Spec.Containers[0]
 	g.Expect(strings.Join(ctr.Args, " ")).NotTo(ContainSubstring("kubeconfig"))

@@ -23,16 +23,9 @@ import (
 // the ClusterOperator, and applies the TechPreviewNoUpgrade manifests (the
 // seed's openshift-cluster-api namespace), which the first did not.
 func TestFeatureGateChangeRestartsContainer(t *testing.T) {
-	needNode(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
+	ctx, pod := running(t, configv1.Default, 8*time.Minute)
 	c := admin(t)
-	installCRDs(t)
-	createFeatureGate(t, configv1.Default)
-	deploy(t, deployOptions{})
-
-	pod := readyPod(ctx, t)
 	first := managerStatus(pod)
 	g.Eventually(func() (bool, error) {
 		lines, err := podLog(ctx, pod.Name, false)

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -21,14 +20,8 @@ import (
 // no capabilities, no privilege escalation, seccomp filtering, a
 // read-only root file system.
 func TestRestrictedPodSecurity(t *testing.T) {
-	needNode(t)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	installCRDs(t)
-	createFeatureGate(t, configv1.Default)
-	deploy(t, deployOptions{})
-	pod := readyPod(ctx, t)
+	ctx, pod := running(t, configv1.Default, 6*time.Minute)
 
 	ns, err := cluster.Clientset.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
