@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -66,9 +65,9 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		report.FeatureSets = strings.Split(*featureSet, ",")
 	}
 	if *releaseVersion != "" {
-		major, err := majorVersion(*releaseVersion)
+		major, err := manifest.MajorVersion(*releaseVersion)
 		if err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("--release-version: %w", err))
 		}
 		report.Cluster.MajorVersion = &major
 	}
@@ -111,16 +110,6 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// majorVersion is the major version of a release version: 4 for "4.22.0".
-func majorVersion(version string) (uint64, error) {
-	first, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	major, err := strconv.ParseUint(first, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("--release-version %q: major version %q is not a number", version, first)
-	}
-	return major, nil
 }
 
 // readObjectFile decodes a YAML or JSON file strictly into obj and checks
@@ -186,10 +175,8 @@ func readClusterVersionFile(path string) (*manifest.Capabilities, []configv1.Com
 			return nil, nil, fmt.Errorf("--cluster-version %s: spec.overrides[%d] needs kind and name", path, i)
 		}
 	}
-	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
-		return nil, cv.Spec.Overrides, nil
-	}
-	return manifest.CapabilitiesFromStatus(cv.Status.Capabilities), cv.Spec.Overrides, nil
+	c, overrides := manifest.ClusterVersionInputs(cv)
+	return c, overrides, nil
 }
 
 // parseCapabilities takes a list of enabled capabilities; the known ones are
