@@ -59,12 +59,17 @@ func (in Inputs) Cluster(snap featuregate.Snapshot, profile, excludeIdentifier, 
 // filter off and says so; any other failure is an error, and the run
 // applies nothing rather than guess.
 func (a *Applier) readInputs(ctx context.Context) (Inputs, error) {
-	name := a.ClusterVersionName
+	return ReadInputs(ctx, a.Reader, a.ClusterVersionName)
+}
+
+// ReadInputs reads the ClusterVersion name (empty: "version") through
+// reader, as the Applier does before each run.
+func ReadInputs(ctx context.Context, reader client.Reader, name string) (Inputs, error) {
 	if name == "" {
 		name = DefaultClusterVersionName
 	}
 	cv := &configv1.ClusterVersion{}
-	err := a.Reader.Get(ctx, client.ObjectKey{Name: name}, cv)
+	err := reader.Get(ctx, client.ObjectKey{Name: name}, cv)
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && !isObjectNotFound(err):
 		return Inputs{Off: "ClusterVersion is not served"}, nil
