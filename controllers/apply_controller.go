@@ -126,7 +126,9 @@ func (a *Applier) Start(ctx context.Context) error {
 	for {
 		run := a.Apply(ctx, snap)
 		if run.Aborted {
-			log.Info("Stop requested; no more manifests are applied", "applied", len(run.Applied), "deleted", len(run.Deleted))
+			if stopped(a.FeatureGate) {
+				log.Info("Stop requested; no more manifests are applied", "applied", len(run.Applied), "deleted", len(run.Deleted))
+			}
 			return nil
 		}
 		a.record(ctx, snap, run)
@@ -192,8 +194,8 @@ type Run struct {
 	// Inputs are the cluster's inclusion inputs this run decided with.
 	Inputs   Inputs
 	Duration time.Duration
-	// Aborted is set when a stop was requested, or the FeatureGate no longer
-	// matches the snapshot, before the run finished.
+	// Aborted is set when a stop was requested, the FeatureGate no longer
+	// matches the snapshot, or ctx ended, before the run finished.
 	Aborted bool
 }
 
@@ -225,7 +227,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	if err != nil {
 		// The capability filter cannot be guessed: nothing is applied.
 		run.Failed = append(run.Failed, err)
-		run.Aborted = stopped(a.FeatureGate)
+		run.Aborted = ctx.Err() != nil
 		run.Duration = time.Since(started)
 		return run
 	}
@@ -273,7 +275,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 		}
 		wg.Wait()
 	}
-	if stopped(a.FeatureGate) {
+	if ctx.Err() != nil { // a stop, or the manager's end: not a run to report
 		run.Aborted = true
 	}
 	run.Duration = time.Since(started)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,4 +90,52 @@ func statusKiB(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// A closed stdout and stderr (a log pipe whose reader went away) do not kill
+// the operator with SIGPIPE (exit 141): it runs on, and a FeatureGate change
+// still ends it with exit 0. Nothing can be read of its log once the pipe is
+// closed, so its state is read from its probe and its exit.
+func TestProcessSurvivesClosedStdout(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	opts, err := testharness.ManagerOptions(managerBin, "operator", testharness.Kubeconfig(t, cp.Config), "--resync-period=1s")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	r, w, err := os.Pipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd.Stdout, cmd.Stderr = w, w
+	g.Expect(cmd.Start()).To(Succeed())
+	exited := make(chan *os.ProcessState, 1)
+	go func() { _ = cmd.Wait(); exited <- cmd.ProcessState }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	g.Expect(w.Close()).To(Succeed())
+
+	// Read until the snapshot is taken, then close the only reader.
+	lines := bufio.NewScanner(r)
+	g.Expect(r.SetReadDeadline(time.Now().Add(readyTimeout))).To(Succeed())
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "Startup snapshot taken") {
+			break
+		}
+	}
+	g.Expect(lines.Err()).NotTo(HaveOccurred())
+	g.Expect(r.Close()).To(Succeed())
+
+	// Each resync logs, into the closed pipe; the process stays up and ready.
+	probe := &testharness.Process{Probe: opts.Probe}
+	g.Consistently(exited).WithTimeout(3 * time.Second).ShouldNot(Receive(), "alive after writing to a closed pipe")
+	g.Eventually(probe.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	var state *os.ProcessState
+	g.Eventually(exited).WithTimeout(exitTimeout).Should(Receive(&state))
+	g.Expect(state.ExitCode()).To(Equal(0), state.String())
 }
