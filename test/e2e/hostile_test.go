@@ -131,7 +131,7 @@ func TestProcessSurvivesClosedStdout(t *testing.T) {
 
 	// Each resync logs, into the closed pipe; the process stays up and ready.
 	probe := &testharness.Process{Probe: opts.Probe}
-	g.Consistently(exited).WithTimeout(3 * time.Second).ShouldNot(Receive(), "alive after writing to a closed pipe")
+	g.Consistently(exited).WithTimeout(3*time.Second).ShouldNot(Receive(), "alive after writing to a closed pipe")
 	g.Eventually(probe.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 
 	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
