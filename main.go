@@ -13,10 +13,13 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -27,6 +30,7 @@ import (
 	"github.com/featuregate-operator/operator/internal/config"
 	"github.com/featuregate-operator/operator/internal/metricsauth"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 func main() {
@@ -140,7 +144,11 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	return ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Its own ClusterOperator only (the Applier restores it when touched).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&configv1.ClusterOperator{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.ClusterOperatorName)},
+		}},
 		Metrics:                 metricsOptions(cfg, certs),
 		HealthProbeBindAddress:  cfg.Health.BindAddress,
 		LeaderElection:          cfg.LeaderElection.LeaderElect,
@@ -156,6 +164,8 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featuregate.Guard) *controllers.Applier {
 	return &controllers.Applier{
 		Client:      mgr.GetClient(),
+		Reader:      mgr.GetAPIReader(),
+		Cache:       mgr.GetCache(),
 		FeatureGate: guard,
 		Recorder:    mgr.GetEventRecorder(controllers.EventSource),
 		Status: &controllers.StatusReporter{
@@ -165,10 +175,13 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 			Version:         cfg.ReleaseVersion,
 			FeatureGateName: cfg.FeatureGateName,
 		},
-		Dir:          cfg.ManifestsDir,
-		Profile:      cfg.ClusterProfile,
-		ResyncPeriod: cfg.ResyncPeriod.Duration,
-		Parallelism:  8,
+		Dir:               cfg.ManifestsDir,
+		Scan:              manifest.Options{MaxFileSize: cfg.MaxManifestSize.Value()},
+		Profile:           cfg.ClusterProfile,
+		ExcludeIdentifier: cfg.ExcludeIdentifier,
+		ReleaseVersion:    cfg.ReleaseVersion,
+		ResyncPeriod:      cfg.ResyncPeriod.Duration,
+		Parallelism:       8,
 	}
 }
 

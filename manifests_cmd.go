@@ -1,18 +1,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/featuregate-operator/operator/controllers"
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
@@ -32,13 +39,17 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	capabilities := fs.String("capabilities", "", "Enabled capabilities, comma separated (empty: none), against the capabilities openshift/api knows. Not with --cluster-version.")
 	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
 	excludeID := fs.String("exclude-identifier", "", "Exclude manifests annotated exclude.release.openshift.io/<identifier>: \"true\".")
+	fromCluster := fs.Bool("from-cluster", false, "Read the live FeatureGate and ClusterVersion the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --feature-gate, --feature-set, --capabilities or --cluster-version.")
+	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
+	featureGateName := fs.String("feature-gate-name", "cluster", "With --from-cluster: the FeatureGate to read.")
 	output := fs.String("o", "table", "Output format: table or json.")
 	rbac := fs.Bool("rbac", false, "Print, as YAML, the least-privilege RBAC that applying every manifest of the directory needs (whatever the feature set), instead of the decisions.")
 	rbacName := fs.String("rbac-name", "manager-payload-role", "With --rbac: the name of the roles and bindings.")
 	rbacSubject := fs.String("rbac-service-account", "controller-manager", "With --rbac: the operator's ServiceAccount (its namespace is left for kustomize to set).")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: manager manifests --manifests-dir DIR [--feature-gate FILE | --feature-set X,Y] [--release-version V]\n"+
-			"         [--cluster-profile P] [--capabilities A,B | --cluster-version FILE] [--exclude-identifier ID] [-o table|json]\n")
+			"         [--cluster-profile P] [--capabilities A,B | --cluster-version FILE] [--exclude-identifier ID] [-o table|json]\n"+
+			"       manager manifests --manifests-dir DIR --from-cluster [--kubeconfig FILE] [--release-version V] [...]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -61,14 +72,20 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--capabilities and --cluster-version exclude each other: the ClusterVersion has its capabilities"))
 	}
 
+	capabilitiesSet := false
+	fs.Visit(func(f *flag.Flag) { capabilitiesSet = capabilitiesSet || f.Name == "capabilities" })
+	if *fromCluster && (*featureGate != "" || *featureSet != "" || capabilitiesSet || *clusterVersion != "") {
+		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
+	}
+
 	report := manifest.Report{Cluster: manifest.Cluster{Profile: *profile, ExcludeIdentifier: *excludeID}}
 	if *featureSet != "" {
 		report.FeatureSets = strings.Split(*featureSet, ",")
 	}
 	if *releaseVersion != "" {
-		major, err := majorVersion(*releaseVersion)
+		major, err := manifest.MajorVersion(*releaseVersion)
 		if err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("--release-version: %w", err))
 		}
 		report.Cluster.MajorVersion = &major
 	}
@@ -79,8 +96,14 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		report.Cluster.Features = f
 	}
-	capabilitiesSet := false
-	fs.Visit(func(f *flag.Flag) { capabilitiesSet = capabilitiesSet || f.Name == "capabilities" })
+	if *fromCluster {
+		features, inputs, err := readCluster(*kubeconfig, *featureGateName, *releaseVersion)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stderr, "manifests: FeatureGate %s: feature set %s; capability filter %s\n", *featureGateName, features.FeatureSetName(), inputs.Filter())
+		report.Cluster.Features, report.Cluster.Capabilities, report.Cluster.Overrides = features, inputs.Capabilities, inputs.Overrides
+	}
 	if capabilitiesSet {
 		c, err := parseCapabilities(*capabilities)
 		if err != nil {
@@ -113,14 +136,37 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// majorVersion is the major version of a release version: 4 for "4.22.0".
-func majorVersion(version string) (uint64, error) {
-	first, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	major, err := strconv.ParseUint(first, 10, 64)
+// readCluster reads what the operator reads at start and before each run:
+// the FeatureGate, as a snapshot for releaseVersion (never assumed: an
+// error when it cannot be read), and the ClusterVersion's inputs.
+func readCluster(kubeconfig, featureGateName, releaseVersion string) (manifest.Features, controllers.Inputs, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return 0, fmt.Errorf("--release-version %q: major version %q is not a number", version, first)
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: kubeconfig: %w", err)
 	}
-	return major, nil
+	scheme := runtime.NewScheme()
+	utilruntime.Must(configv1.Install(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fg := &configv1.FeatureGate{}
+	if err := c.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: FeatureGate %s not read; no feature set assumed: %w", featureGateName, err)
+	}
+	snap, err := featuregate.New(fg, featuregate.View{Version: releaseVersion})
+	if err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: FeatureGate %s: %w", featureGateName, err)
+	}
+	inputs, err := controllers.ReadInputs(ctx, c, "")
+	if err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
+	}
+	return snap, inputs, nil
 }
 
 // readObjectFile decodes a YAML or JSON file strictly into obj and checks
@@ -186,10 +232,8 @@ func readClusterVersionFile(path string) (*manifest.Capabilities, []configv1.Com
 			return nil, nil, fmt.Errorf("--cluster-version %s: spec.overrides[%d] needs kind and name", path, i)
 		}
 	}
-	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
-		return nil, cv.Spec.Overrides, nil
-	}
-	return manifest.CapabilitiesFromStatus(cv.Status.Capabilities), cv.Spec.Overrides, nil
+	c, overrides := manifest.ClusterVersionInputs(cv)
+	return c, overrides, nil
 }
 
 // parseCapabilities takes a list of enabled capabilities; the known ones are

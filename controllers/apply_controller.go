@@ -11,11 +11,14 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
@@ -47,30 +50,60 @@ type FeatureGate interface {
 }
 
 // Applier applies, with server-side apply, the manifests of a directory that
-// the startup snapshot includes, and reports the outcome on a
-// ClusterOperator. It is level-triggered: every resync applies everything
-// again, which corrects drift, and a run with failures is retried sooner,
-// with backoff. It only ever acts on the startup snapshot, and asks the
-// FeatureGate whether it still holds before each run level, so that nothing
-// the new feature set excludes is applied while a restart is pending.
+// the startup snapshot includes, deletes those marked for deletion, and
+// reports the outcome on a ClusterOperator. It is level-triggered: every
+// resync applies everything again, which corrects drift, and a run with
+// failures is retried sooner, with backoff. It only ever acts on the startup
+// snapshot: it asks the FeatureGate whether it still holds before each run
+// level, checks for a stop before every request, and cancels the requests in
+// flight when a stop is requested, so that nothing the new feature set
+// excludes is written while a restart is pending.
 type Applier struct {
-	Client      client.Client
+	Client client.Client
+	// Reader reads live what must not be stale: the ClusterVersion, and
+	// whether a create-only object exists.
+	Reader client.Reader
+	// Mapper tells cluster-scoped kinds from namespaced ones; nil: the
+	// Client's.
+	Mapper      meta.RESTMapper
 	FeatureGate FeatureGate
 	Recorder    events.EventRecorder
 	Status      *StatusReporter
+	// Cache, when set, watches the ClusterOperator to restore it at once.
+	Cache cache.Cache
 
-	Dir          string
-	Profile      string
+	Dir string
+	// Scan bounds what is read of Dir.
+	Scan manifest.Options
+	// Profile, ExcludeIdentifier and ReleaseVersion (its major version) are
+	// the inclusion inputs that come from the operator's configuration; the
+	// capabilities and overrides are read from the ClusterVersion each run.
+	Profile           string
+	ExcludeIdentifier string
+	ReleaseVersion    string
+	// ClusterVersionName is the ClusterVersion to read; empty: "version".
+	ClusterVersionName string
+
 	ResyncPeriod time.Duration
-	// Parallelism bounds concurrent applies within a run level.
+	// Parallelism bounds concurrent requests within a run level.
 	Parallelism int
+
+	mu   sync.Mutex
+	last *lastRun
+	poke chan struct{}
+}
+
+// lastRun is what the ClusterOperator is restored from between runs.
+type lastRun struct {
+	snap featuregate.Snapshot
+	run  Run
 }
 
 // NeedLeaderElection is true: one replica applies.
 func (a *Applier) NeedLeaderElection() bool { return true }
 
 // Start applies until ctx ends or a stop is requested. Wrap it in
-// Startup.AfterSnapshot.
+// Guard.AfterSnapshot.
 func (a *Applier) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("apply")
 	snap, ok := a.FeatureGate.Snapshot()
@@ -86,73 +119,143 @@ func (a *Applier) Start(ctx context.Context) error {
 				featuregate.BoundNote(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
 		}
 	}
+	if err := a.watchStatus(ctx); err != nil {
+		return err
+	}
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
 	for {
 		run := a.Apply(ctx, snap)
-		if !run.Aborted {
-			a.record(ctx, snap, run)
+		if run.Aborted {
+			if stopped(a.FeatureGate) {
+				log.Info("Stop requested; no more manifests are applied", "applied", len(run.Applied), "deleted", len(run.Deleted))
+			}
+			return nil
 		}
+		a.record(ctx, snap, run)
 		delay := a.ResyncPeriod
 		if len(run.Failed) > 0 {
 			delay = min(retry.Step(), a.ResyncPeriod)
 		} else {
 			retry.Duration = time.Second
 		}
-		log.Info("Manifests applied", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "failed", len(run.Failed), "invalid", len(run.Invalid), "excluded", run.Excluded, "skipped", run.Skipped, "duration", run.Duration.String(), "next", delay.String())
+		log.Info("Manifests applied", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "created", run.Created,
+			"createOnlyLeft", run.CreateOnlyLeft, "deleted", len(run.Deleted), "failed", len(run.Failed), "invalid", len(run.Invalid),
+			"excluded", run.Excluded, "skipped", len(run.Skipped), "capabilities", run.Inputs.Filter(),
+			"duration", run.Duration.String(), "next", delay.String())
 		// A run's garbage (every manifest decoded, every request body) is
 		// most of the heap, and the process idles until the next run: hand
 		// it back now rather than at the scavenger's pace.
 		debug.FreeOSMemory()
-		timer := time.NewTimer(delay)
+		if !a.wait(ctx, snap, delay) {
+			return nil
+		}
+	}
+}
+
+// wait sleeps until the next run, restoring the ClusterOperator from the
+// last run whenever it is deleted or overwritten (see Poke). It returns
+// false when the applier must end.
+func (a *Applier) wait(ctx context.Context, snap featuregate.Snapshot, delay time.Duration) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			timer.Stop()
-			return nil
+			return false
 		case <-a.FeatureGate.StopRequested():
-			timer.Stop()
-			log.Info("Stop requested; no more manifests are applied")
-			return nil
+			ctrl.Log.WithName("apply").Info("Stop requested; no more manifests are applied")
+			return false
+		case <-a.pokes():
+			a.restoreStatus(ctx)
 		case <-timer.C:
+			return true
 		}
 	}
 }
 
 // Run is the outcome of one pass over the directory.
 type Run struct {
-	Applied  []manifest.Manifest
-	Failed   []error
+	// Applied are the manifests applied, or created when create-only, with
+	// the namespace the server's scope gave them.
+	Applied []manifest.Manifest
+	// Created counts the create-only objects created by this run;
+	// CreateOnlyLeft those that existed and were left alone.
+	Created, CreateOnlyLeft int
+	// Deleted are the manifests marked for deletion whose objects are now
+	// deleted (or being deleted, or already gone).
+	Deleted []manifest.Manifest
+	Failed  []error
+	// Invalid are the files and documents that could not be read, and the
+	// duplicates.
 	Invalid  []error
 	Excluded int
-	Skipped  int
+	// Skipped are the directory entries that are not manifests.
+	Skipped []manifest.Skipped
+	// Inputs are the cluster's inclusion inputs this run decided with.
+	Inputs   Inputs
 	Duration time.Duration
-	// Aborted is set when a stop was requested, or the FeatureGate no longer
-	// matches the snapshot, before the run finished.
+	// Aborted is set when a stop was requested, the FeatureGate no longer
+	// matches the snapshot, or ctx ended, before the run finished.
 	Aborted bool
 }
 
-// Apply makes one pass: load, decide, apply included manifests run level by
-// run level.
+// Apply makes one pass: read the directory and the cluster's inputs,
+// decide, then apply or delete run level by run level.
 func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	started := time.Now()
+	// Requests in flight end with the stop, not after it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.FeatureGate.StopRequested():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
 	var run Run
-	var ms []manifest.Manifest
+	var payload manifest.Payload
 	if a.Dir != "" {
-		ms, run.Invalid = manifest.Load(a.Dir)
+		payload = manifest.Scan(a.Dir, a.Scan)
 	}
-	var included []manifest.Manifest
-	for _, m := range ms {
-		d := manifest.Include(m.Object, manifest.Cluster{Features: snap, Profile: a.Profile})
-		switch {
-		case d.Included:
-			included = append(included, m)
-		case d.Delete: // not deleted yet: counted as skipped
-			run.Skipped++
+	run.Invalid, run.Skipped = payload.Errors, payload.Skipped
+	for _, s := range payload.Skipped {
+		ctrl.Log.WithName("apply").Info("Manifest directory entry skipped", "entry", s.Name, "reason", s.Reason)
+	}
+	inputs, err := a.readInputs(ctx)
+	if err != nil {
+		// The capability filter cannot be guessed: nothing is applied.
+		run.Failed = append(run.Failed, err)
+		run.Aborted = ctx.Err() != nil
+		run.Duration = time.Since(started)
+		return run
+	}
+	run.Inputs = inputs
+	cluster := inputs.Cluster(snap, a.Profile, a.ExcludeIdentifier, a.ReleaseVersion)
+	decisions, duplicates := manifest.Decide(payload.Manifests, cluster)
+	run.Invalid = append(run.Invalid, duplicates...)
+	later := sets.New[*unstructured.Unstructured]()
+	for _, err := range duplicates {
+		if d, ok := errors.AsType[*manifest.DuplicateError](err); ok {
+			later.Insert(d.Second.Object) // the first one is applied
+		}
+	}
+	var work []manifest.Manifest
+	decided := map[*unstructured.Unstructured]manifest.Decision{}
+	for i, m := range payload.Manifests {
+		switch d := decisions[i]; {
+		case later.Has(m.Object):
+		case d.Included || d.Delete:
+			work = append(work, m)
+			decided[m.Object] = d
 		default:
 			run.Excluded++
 		}
 	}
+
 	var mu sync.Mutex
-	for _, group := range manifest.Groups(included) {
+	for _, group := range manifest.Groups(work) {
 		if !a.stillCurrent(ctx) {
 			run.Aborted = true
 			break
@@ -164,26 +267,54 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := a.applyOne(ctx, m)
+				out, err := a.act(ctx, m, decided[m.Object])
 				mu.Lock()
 				defer mu.Unlock()
-				if err != nil {
-					run.Failed = append(run.Failed, err)
-					return
-				}
-				run.Applied = append(run.Applied, m)
+				run.add(out, err)
 			}()
 		}
 		wg.Wait()
+	}
+	if ctx.Err() != nil { // a stop, or the manager's end: not a run to report
+		run.Aborted = true
 	}
 	run.Duration = time.Since(started)
 	return run
 }
 
-// stillCurrent is the last look before acting: the snapshot still holds,
-// and nobody asked for a stop. When that cannot be told, nothing is applied.
+// add counts the outcome of one action.
+func (r *Run) add(o outcome, err error) {
+	switch {
+	case errors.Is(err, errStopped):
+	case err != nil:
+		r.Failed = append(r.Failed, err)
+	case o.deleted:
+		r.Deleted = append(r.Deleted, o.manifest)
+	default:
+		r.Applied = append(r.Applied, o.manifest)
+		if o.created {
+			r.Created++
+		}
+		if o.leftAlone {
+			r.CreateOnlyLeft++
+		}
+	}
+}
+
+func stopped(fg FeatureGate) bool {
+	select {
+	case <-fg.StopRequested():
+		return true
+	default:
+		return false
+	}
+}
+
+// stillCurrent is the last look before a run level: the snapshot still
+// holds, and nobody asked for a stop. When that cannot be told, nothing is
+// applied.
 func (a *Applier) stillCurrent(ctx context.Context) bool {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
 		return false
 	}
 	current, err := a.FeatureGate.Current(ctx)
@@ -193,26 +324,14 @@ func (a *Applier) stillCurrent(ctx context.Context) bool {
 	return current
 }
 
-func (a *Applier) applyOne(ctx context.Context, m manifest.Manifest) error {
-	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
-	if m.Object.GetAnnotations()[ForceAnnotation] == "true" {
-		opts = append(opts, client.ForceOwnership)
-	}
-	obj := m.Object.DeepCopy()
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
-		ApplyFailures.Inc()
-		return fmt.Errorf("%s: apply: %w", m, err)
-	}
-	return nil
-}
-
 // record publishes a run: metrics, Events for failures, ClusterOperator.
 func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run) {
 	Manifests.WithLabelValues("applied").Set(float64(len(run.Applied)))
+	Manifests.WithLabelValues("deleted").Set(float64(len(run.Deleted)))
 	Manifests.WithLabelValues("failed").Set(float64(len(run.Failed)))
 	Manifests.WithLabelValues("invalid").Set(float64(len(run.Invalid)))
 	Manifests.WithLabelValues("excluded").Set(float64(run.Excluded))
-	Manifests.WithLabelValues("skipped").Set(float64(run.Skipped))
+	Manifests.WithLabelValues("skipped").Set(float64(len(run.Skipped)))
 	LastApplyDuration.Set(run.Duration.Seconds())
 	log := ctrl.Log.WithName("apply")
 	for _, err := range run.Invalid {
@@ -224,9 +343,12 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	if a.Status == nil {
 		return
 	}
+	a.mu.Lock()
+	a.last = &lastRun{snap: snap, run: run}
+	a.mu.Unlock()
 	co, err := a.Status.Report(ctx, snap, run)
 	if err != nil {
-		ctrl.Log.WithName("apply").Error(err, "report ClusterOperator status")
+		log.Error(err, "ClusterOperator status not reported")
 		return
 	}
 	if a.Recorder != nil {

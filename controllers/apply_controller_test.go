@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -39,6 +41,20 @@ func applyEnv(t *testing.T, set configv1.FeatureSet) (client.Client, context.Con
 
 // applyEnvWith is applyEnv with the given CRDs (nil: the real ones).
 func applyEnvWith(t *testing.T, set configv1.FeatureSet, crds []string) (client.Client, context.Context, *featuregate.Guard) {
+	t.Helper()
+	e := startEnv(t, set, crds)
+	return e.c, e.ctx, e.guard
+}
+
+// env is a test's API server and running manager.
+type env struct {
+	c     client.Client
+	ctx   context.Context
+	guard *featuregate.Guard
+	mgr   ctrl.Manager
+}
+
+func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 	t.Helper()
 	g := NewWithT(t)
 	cp, err := controlplane.Start(controlplane.Options{CRDs: crds})
@@ -66,6 +82,9 @@ func applyEnvWith(t *testing.T, set configv1.FeatureSet, crds []string) (client.
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&configv1.ClusterOperator{}: {Field: fields.OneTermEqualSelector("metadata.name", "featuregate-operator")},
+		}},
 	}))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(guard.SetupWithManager(mgr)).To(Succeed())
@@ -76,7 +95,7 @@ func applyEnvWith(t *testing.T, set configv1.FeatureSet, crds []string) (client.
 		g.Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
 	})
 	g.Eventually(guard.Taken()).WithTimeout(time.Minute).Should(BeClosed())
-	return c, ctx, guard
+	return &env{c: c, ctx: ctx, guard: guard, mgr: mgr}
 }
 
 func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {
@@ -91,6 +110,7 @@ func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {
 func newApplier(c client.Client, guard *featuregate.Guard, dir string) *Applier {
 	return &Applier{
 		Client:      c,
+		Reader:      c,
 		FeatureGate: guard,
 		Status:      &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.DefaultName},
 		Dir:         dir, ResyncPeriod: time.Second, Parallelism: 4,

@@ -81,7 +81,8 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 		at = " at " + s.Version
 	}
 	setCondition(st, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
-		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied", s.Name, at, snap.FeatureSetName(), len(run.Applied)))
+		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied (%d create-only left as found), %d deleted; capability filter %s",
+			s.Name, at, snap.FeatureSetName(), len(run.Applied), run.CreateOnlyLeft, len(run.Deleted), run.Inputs.Filter()))
 
 	problems := make([]string, 0, len(run.Invalid)+len(run.Failed))
 	for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {

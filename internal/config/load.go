@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"time"
 
@@ -49,6 +48,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/api/v1alpha1"
+	"github.com/featuregate-operator/operator/internal/limitedread"
 )
 
 // Load reads the OperatorConfig file at path, decodes it strictly (see
@@ -71,7 +71,7 @@ func Load(path string) (*v1alpha1.OperatorConfig, error) {
 const MaxFileSize = 1 << 20
 
 func decodeFile(path string) (*v1alpha1.OperatorConfig, error) {
-	data, err := readLimited(path, MaxFileSize)
+	data, err := limitedread.File(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -225,20 +225,4 @@ func jsonName(sf reflect.StructField) (name string, inline bool) {
 		return "", true
 	}
 	return tag, false
-}
-
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than the %d-byte limit", path, limit)
-	}
-	return data, nil
 }

@@ -218,8 +218,9 @@ func Root() (string, error) {
 	}
 }
 
-// OpenShiftCRDs are the FeatureGate and ClusterOperator CRDs exactly as the
-// pinned github.com/openshift/api module ships them, CEL rules included.
+// OpenShiftCRDs are the FeatureGate, ClusterOperator and ClusterVersion
+// (its Default variant) CRDs exactly as the pinned github.com/openshift/api
+// module ships them, CEL rules included.
 func OpenShiftCRDs() ([]string, error) {
 	api, err := OpenShiftAPIDir()
 	if err != nil {
@@ -229,6 +230,7 @@ func OpenShiftCRDs() ([]string, error) {
 	files := []string{
 		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
 		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
+		filepath.Join(dir, ClusterVersionCRD),
 	}
 	// A renamed file in a newer openshift/api should fail here, by name,
 	// rather than as a kind the test API server does not serve.
@@ -239,6 +241,10 @@ func OpenShiftCRDs() ([]string, error) {
 	}
 	return files, nil
 }
+
+// ClusterVersionCRD is the file name of the ClusterVersion CRD among
+// OpenShiftCRDs, for tests of a cluster that does not serve it.
+const ClusterVersionCRD = "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"
 
 // OpenShiftAPIDir is the module directory of the pinned
 // github.com/openshift/api: its CRDs and payload manifests are test data.

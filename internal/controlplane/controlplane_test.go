@@ -81,8 +81,8 @@ func TestOpenShiftCRDsExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 {
-		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate and ClusterOperator CRDs", files)
+	if len(files) != 3 {
+		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate, ClusterOperator and ClusterVersion CRDs", files)
 	}
 }
 

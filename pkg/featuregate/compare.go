@@ -39,6 +39,9 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 		return false, nil
 	}
 	reason := strings.Join(diff, "; ")
+	// Stop first: work that acts on the snapshot (an applier between two
+	// requests) must not go on while the change is being reported.
+	c.stopper.Stop(reason)
 	c.log.Info("FeatureGate changed; requesting shutdown", "featureGate", fg.Name, "diff", diff, "detectedBy", detectedBy,
 		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
 	if err := c.events.record(ctx, fg, corev1.EventTypeWarning, ReasonFeatureGateChanged, "Compare", reason+"; requesting shutdown"); err != nil {
@@ -48,6 +51,5 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 	if c.onChange != nil {
 		c.onChange(Change{Diff: diff, DetectedBy: detectedBy, Startup: snapshot, Live: live})
 	}
-	c.stopper.Stop(reason)
 	return true, nil
 }

@@ -59,8 +59,9 @@ type Options struct {
 	// OnSnapshot, when set, is called once with the startup snapshot, before
 	// anything waiting for it starts.
 	OnSnapshot func(Snapshot)
-	// OnChange, when set, is called once a difference is found, before the
-	// stop is requested.
+	// OnChange, when set, is called once a difference is found, just after
+	// the stop is requested (StopRequested is closed), while the manager
+	// shuts down: Start does not return before it does.
 	OnChange func(Change)
 
 	// BackoffCap bounds the wait between startup reads.

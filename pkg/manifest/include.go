@@ -426,3 +426,25 @@ func (id ObjectID) String() string {
 	}
 	return kindOf(id.Group, id.Kind) + " " + name
 }
+
+// ClusterVersionInputs are what a ClusterVersion holds of inclusion: its
+// capabilities (nil when its status knows none yet, which turns the filter
+// off rather than excluding every annotated manifest) and its overrides.
+func ClusterVersionInputs(cv *configv1.ClusterVersion) (*Capabilities, []configv1.ComponentOverride) {
+	overrides := slices.Clone(cv.Spec.Overrides)
+	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
+		return nil, overrides
+	}
+	return CapabilitiesFromStatus(cv.Status.Capabilities), overrides
+}
+
+// MajorVersion is the major version of a release version: 4 for "4.22.0"
+// or "4.22.0-0.nightly-2026-01-01-000000".
+func MajorVersion(release string) (uint64, error) {
+	first, _, _ := strings.Cut(strings.TrimPrefix(release, "v"), ".")
+	major, err := strconv.ParseUint(first, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("release version %q: major version %q is not a number", release, first)
+	}
+	return major, nil
+}

@@ -18,6 +18,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/featuregate-operator/operator/internal/limitedread"
 )
 
 // Manifest is one object of a payload, with where it came from so that
@@ -208,7 +210,10 @@ func readSettled(path string, opts Options) ([]byte, error) {
 			time.Sleep(opts.Settle - age) // a writer is at work: let it finish
 			continue
 		}
-		data, err := readLimited(path, opts.MaxFileSize)
+		data, err := limitedread.File(path, opts.MaxFileSize)
+		if _, tooLarge := errors.AsType[*limitedread.TooLargeError](err); tooLarge {
+			return nil, fmt.Errorf("file grew past the %d-byte limit while it was read", opts.MaxFileSize)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -223,22 +228,6 @@ func readSettled(path string, opts Options) ([]byte, error) {
 			return nil, fmt.Errorf("file kept changing while it was read (%d attempts); it is read again next run", attempts+1)
 		}
 	}
-}
-
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("file grew past the %d-byte limit while it was read", limit)
-	}
-	return data, nil
 }
 
 // DuplicateError is two manifests for the same object.

@@ -34,7 +34,8 @@ func (r RBAC) Objects() []any {
 // RBACFor derives the rules from every manifest of ms, whatever feature set
 // includes it (a restart may bring any of them in): get and patch (what
 // server-side apply does) by resourceNames, delete by resourceNames for
-// manifests marked for deletion (and no patch), and create, which RBAC
+// manifests marked for deletion (and no patch), no patch for create-only
+// manifests, and create, which RBAC
 // cannot restrict by name, for the resource in its namespace, or cluster-wide
 // for a cluster-scoped kind. A manifest with metadata.namespace is taken as
 // namespaced; the operator checks that against the server's RESTMapper when
@@ -69,8 +70,10 @@ func RBACFor(ms []Manifest, name, subject string) RBAC {
 			continue
 		}
 		add(ns, k, "get", objName)
-		add(ns, k, "patch", objName)
 		add(ns, k, "create", "")
+		if m.Object.GetAnnotations()[CreateOnlyAnnotation] != "true" {
+			add(ns, k, "patch", objName) // create-only objects are never updated
+		}
 	}
 	policy := func(byKey map[key]map[string]map[string]bool) []rbacv1.PolicyRule {
 		var out []rbacv1.PolicyRule

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/internal/testharness"
@@ -89,4 +92,98 @@ func statusKiB(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// A closed stdout and stderr (a log pipe whose reader went away) do not kill
+// the operator with SIGPIPE (exit 141): it runs on, and a FeatureGate change
+// still ends it with exit 0. Nothing can be read of its log once the pipe is
+// closed, so its state is read from its probe and its exit.
+func TestProcessSurvivesClosedStdout(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	opts, err := testharness.ManagerOptions(managerBin, "operator", testharness.Kubeconfig(t, cp.Config), "--resync-period=1s")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	r, w, err := os.Pipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(opts.Path, opts.Args...)
+	cmd.Stdout, cmd.Stderr = w, w
+	g.Expect(cmd.Start()).To(Succeed())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	g.Expect(w.Close()).To(Succeed())
+
+	// Read until the snapshot is taken, then close the only reader.
+	lines := bufio.NewScanner(r)
+	g.Expect(r.SetReadDeadline(time.Now().Add(readyTimeout))).To(Succeed())
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "Startup snapshot taken") {
+			break
+		}
+	}
+	g.Expect(lines.Err()).NotTo(HaveOccurred())
+	g.Expect(r.Close()).To(Succeed())
+
+	// Each resync logs, into the closed pipe; the process stays up and ready.
+	probe := &testharness.Process{Probe: opts.Probe}
+	g.Consistently(exited).WithTimeout(3*time.Second).ShouldNot(BeClosed(), "alive after writing to a closed pipe")
+	g.Eventually(probe.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	g.Eventually(exited).WithTimeout(exitTimeout).Should(BeClosed())
+	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(0), cmd.ProcessState.String())
+}
+
+// Nothing is created after the stop is requested. A change lands while 720
+// Default-only ConfigMaps in 72 run levels are being applied; the moment the
+// "requesting shutdown" line is read, a marker object is written. Every
+// ConfigMap the operator created must be older (lower resourceVersion, that
+// is, earlier in etcd) than the marker.
+func TestProcessNothingCreatedAfterStop(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	cp := startControlPlane(t, nil)
+	c := testharness.Client(t, cp.Config)
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	dir := t.TempDir()
+	for i := range 720 {
+		cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: run-%03d\n  namespace: default\n  labels: {payload: stop-test}\n"+
+			"  annotations:\n    release.openshift.io/feature-set: Default\n", i)
+		g.Expect(os.WriteFile(filepath.Join(dir, fmt.Sprintf("0000_%02d_run-%03d.yaml", 10+i/10, i)), []byte(cm), 0o600)).To(Succeed())
+	}
+	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	created := func() int {
+		l := &corev1.ConfigMapList{}
+		g.Expect(c.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"payload": "stop-test"})).To(Succeed())
+		return len(l.Items)
+	}
+	g.Eventually(created).WithTimeout(readyTimeout).WithPolling(10 * time.Millisecond).Should(BeNumerically(">=", 40))
+
+	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	_, _, err := o.WaitLine(ctx, 0, testharness.Message(msgChanged))
+	g.Expect(err).NotTo(HaveOccurred())
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stop-marker"}}
+	g.Expect(c.Create(ctx, marker)).To(Succeed())
+	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
+
+	markerRV, err := strconv.ParseUint(marker.ResourceVersion, 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	l := &corev1.ConfigMapList{}
+	g.Expect(c.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"payload": "stop-test"})).To(Succeed())
+	g.Expect(len(l.Items)).To(BeNumerically("<", 720), "the change landed mid-run")
+	for _, cm := range l.Items {
+		rv, err := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rv).To(BeNumerically("<", markerRV), "%s created after the stop was requested", cm.Name)
+	}
+	t.Logf("%d of 720 created before the stop; none after", len(l.Items))
 }

@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/pkg/manifest"
+)
+
+// errStopped is an action not taken because a stop was requested: neither a
+// success nor a failure.
+var errStopped = errors.New("stop requested")
+
+// outcome is what one action did.
+type outcome struct {
+	// manifest is the one acted on, with its namespace as scoped.
+	manifest manifest.Manifest
+	// created: a create-only object was created; leftAlone: it existed.
+	created, leftAlone bool
+	deleted            bool
+}
+
+// act applies, creates or deletes the object of m as d decided. Every
+// request is preceded by a look at the stop, and ctx ends with it.
+func (a *Applier) act(ctx context.Context, m manifest.Manifest, d manifest.Decision) (outcome, error) {
+	obj, err := a.scoped(m)
+	if err != nil {
+		return outcome{}, err
+	}
+	m.Object = obj
+	o := outcome{manifest: m}
+	switch {
+	case d.Delete:
+		o.deleted = true
+		return o, a.delete(ctx, m)
+	case d.CreateOnly:
+		o.created, o.leftAlone, err = a.createOnly(ctx, m)
+		return o, err
+	default:
+		return o, a.apply(ctx, m)
+	}
+}
+
+// scoped is m's object as the server's scope for its kind has it: a
+// namespace on a cluster-scoped kind is dropped (it would otherwise name a
+// namespace the object has nothing to do with, in relatedObjects too), and a
+// namespaced kind without one is an error naming the field.
+func (a *Applier) scoped(m manifest.Manifest) (*unstructured.Unstructured, error) {
+	mapper := a.Mapper
+	if mapper == nil {
+		mapper = a.Client.RESTMapper()
+	}
+	gvk := m.Object.GroupVersionKind()
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: kind not served: %w", m, err)
+	}
+	obj := m.Object.DeepCopy()
+	ns := obj.GetNamespace()
+	switch namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace; {
+	case namespaced && ns == "":
+		return nil, fmt.Errorf("%s: metadata.namespace is required: %s is namespaced", m, gvk.Kind)
+	case !namespaced && ns != "":
+		ctrl.Log.WithName("apply").Info("Warning: namespace dropped from a cluster-scoped object",
+			"manifest", m.String(), "kind", gvk.Kind, "namespace", ns)
+		obj.SetNamespace("")
+	}
+	return obj, nil
+}
+
+func (a *Applier) apply(ctx context.Context, m manifest.Manifest) error {
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
+		return errStopped
+	}
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
+	if m.Object.GetAnnotations()[ForceAnnotation] == "true" {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Object), opts...); err != nil {
+		return a.failed(ctx, m, "apply", err)
+	}
+	return nil
+}
+
+// createOnly creates the object when it is absent and otherwise leaves it
+// as it is, edits included: what release.openshift.io/create-only means to
+// the cluster-version-operator.
+func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created, leftAlone bool, err error) {
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
+		return false, false, errStopped
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(m.Object.GroupVersionKind())
+	err = a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
+	switch {
+	case err == nil:
+		return false, true, nil
+	case !apierrors.IsNotFound(err):
+		return false, false, a.failed(ctx, m, "get", err)
+	}
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
+		return false, false, errStopped
+	}
+	if err := a.Client.Create(ctx, m.Object.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, true, nil // created by someone else meanwhile: theirs
+		}
+		return false, false, a.failed(ctx, m, "create", err)
+	}
+	return true, false, nil
+}
+
+// delete deletes the object, foreground, as the cluster-version-operator
+// does for release.openshift.io/delete: its dependents go first. An object
+// already gone is what was asked for.
+func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
+		return errStopped
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(m.Object.GroupVersionKind())
+	obj.SetNamespace(m.Object.GetNamespace())
+	obj.SetName(m.Object.GetName())
+	err := a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return a.failed(ctx, m, "delete", err)
+	}
+	return nil
+}
+
+// failed wraps a request's error, or tells it apart as the stop's doing.
+func (a *Applier) failed(ctx context.Context, m manifest.Manifest, verb string, err error) error {
+	if ctx.Err() != nil || stopped(a.FeatureGate) {
+		return errStopped
+	}
+	ApplyFailures.Inc()
+	return fmt.Errorf("%s: %s: %w", m, verb, err)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/internal/testharness"
+)
+
+// --from-cluster answers "what does my cluster get" with the live
+// FeatureGate's gates for the release version and the live ClusterVersion,
+// and refuses to guess when there is no FeatureGate.
+func TestManifestsCommandFromCluster(t *testing.T) {
+	cp := testharness.StartControlPlane(t, controlplane.Options{})
+	c := testharness.Client(t, cp.Config)
+	kubeconfig := testharness.Kubeconfig(t, cp.Config)
+	dir := writeTestFiles(t, map[string]string{
+		"0000_10_a.yaml": gated("gate-on", "    release.openshift.io/feature-gate: GateA\n") + "---\n" +
+			gated("gate-off", "    release.openshift.io/feature-gate: GateB\n") + "---\n" +
+			gated("console", "    capability.openshift.io/name: Console\n") + "---\n" +
+			gated("insights", "    capability.openshift.io/name: Insights\n"),
+	})
+	args := []string{"--manifests-dir", dir, "--from-cluster", "--kubeconfig", kubeconfig, "--release-version", "4.22.0", "-o", "json"}
+
+	code, _, errOut := runManifests(t, args...)
+	if code != 2 || !strings.Contains(errOut, "FeatureGate cluster not read; no feature set assumed") {
+		t.Errorf("without a FeatureGate: exit %d, %s", code, errOut)
+	}
+
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.22.0", []string{"GateA"}, []string{"GateB"})))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "2b4c4e5a-0f7c-4f4e-9d8e-0a1b2c3d4e5f"}}
+	if err := c.Create(ctx, cv); err != nil {
+		t.Fatal(err)
+	}
+	cv.Status = configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.22.0"}, Capabilities: configv1.ClusterVersionCapabilitiesStatus{
+		KnownCapabilities:   []configv1.ClusterVersionCapability{configv1.ClusterVersionCapabilityConsole, configv1.ClusterVersionCapabilityInsights},
+		EnabledCapabilities: []configv1.ClusterVersionCapability{configv1.ClusterVersionCapabilityConsole},
+	}}
+	if err := c.Status().Update(ctx, cv); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runManifests(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "feature set TechPreviewNoUpgrade; capability filter on: 1 of 2") {
+		t.Errorf("stderr = %s", errOut)
+	}
+	var r cmdReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"gate-on": true, "gate-off": false, "console": true, "insights": false}
+	for _, m := range r.Manifests {
+		for _, d := range m.Decisions {
+			if d.Included != want[m.Name] {
+				t.Errorf("%s: %+v, want included=%v", m.Name, d, want[m.Name])
+			}
+		}
+	}
+	if code, _, errOut := runManifests(t, append(args, "--feature-set", "Default")...); code != 2 || !strings.Contains(errOut, "not with --feature-gate") {
+		t.Errorf("--from-cluster with --feature-set: exit %d, %s", code, errOut)
+	}
+}
