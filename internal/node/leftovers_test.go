@@ -31,17 +31,21 @@ func TestLeftoverCheckAndSweep(t *testing.T) {
 		t.Fatalf("leftovers before anything was left: %q", before.leftovers(dir, ""))
 	}
 	// A process whose arguments name the directory, as a shim's do.
-	sleep := exec.Command("sleep", "300", filepath.Join(dir, "marker"))
-	if err := sleep.Start(); err != nil {
+	marker := filepath.Join(dir, "marker")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = sleep.Wait() }()
+	tail := exec.Command("tail", "-f", marker)
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = tail.Wait() }()
 	mnt := filepath.Join(dir, "mnt")
 	run(t, "mkdir", mnt)
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "ip", "link", "add", "fgleft0", "type", "dummy")
+	run(t, "ip", "link", "add", "fgleft0", "type", "bridge")
 	run(t, "iptables", "-t", "filter", "-N", "FG-LEFTOVER")
 	run(t, "iptables", "-t", "filter", "-A", "FG-LEFTOVER", "-j", "RETURN")
 	const key = "vm.panic_on_oom"
