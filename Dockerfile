@@ -31,5 +31,9 @@ FROM gcr.io/distroless/static:nonroot
 WORKDIR /
 COPY --from=builder /workspace/manager .
 USER 65532:65532
+# The health probes (/healthz, /readyz) and the secured metrics of
+# config/manager/manager.yaml. internal/image builds the same image without
+# Docker (make test-cluster); TestOCIImageMatchesDockerfile keeps them equal.
+EXPOSE 8081/tcp 8443/tcp
 
 ENTRYPOINT ["/manager"]

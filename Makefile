@@ -6,8 +6,12 @@ ARGS ?=
 FEATURE_SET ?= Default
 
 LOCALBIN ?= $(shell pwd)/bin
-# etcd, kube-apiserver and kubectl, built from source by envtest-assets.
+# etcd, kube-apiserver and kubectl, built from source by envtest-assets;
+# the node's kubelet, kube-controller-manager, kube-scheduler and kube-proxy,
+# by cluster-assets, beside them.
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
+ENVTEST_CMDS = etcd kube-apiserver kubectl
+CLUSTER_CMDS = kubelet kube-controller-manager kube-scheduler kube-proxy
 GOTEST_FLAGS ?= -timeout 30m
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
@@ -53,9 +57,18 @@ vet: ## Run go vet (the operator and examples/consumer, a module of its own).
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.
 	@echo $(ENVTEST_ASSETS)
 
-$(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(wildcard hack/k8s/cmd/*/main.go)
+$(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(ENVTEST_CMDS),hack/k8s/cmd/$(c)/main.go)
 	@mkdir -p $(ENVTEST_ASSETS)
-	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ ./cmd/...
+	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(ENVTEST_CMDS),./cmd/$(c))
+	@touch $@
+
+.PHONY: cluster-assets
+cluster-assets: envtest-assets $(ENVTEST_ASSETS)/kubelet ## Build kubelet, kube-controller-manager, kube-scheduler and kube-proxy from source into bin/k8s.
+	@echo $(ENVTEST_ASSETS)
+
+$(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER_CMDS),hack/k8s/cmd/$(c)/main.go)
+	@mkdir -p $(ENVTEST_ASSETS)
+	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(CLUSTER_CMDS),./cmd/$(c))
 	@touch $@
 
 .PHONY: test
@@ -71,6 +84,35 @@ test-faults: envtest-assets ## Run only the fault suite, one line per scenario (
 	if [ $$rc -ne 0 ]; then grep -E '^(--- FAIL|FAIL|panic:)' $(FAULTS_LOG) || tail -20 $(FAULTS_LOG); echo "test-faults: go test exited $$rc; full log: $(FAULTS_LOG)"; fi; \
 	exit $$rc
 
+# What the node of test-cluster needs from the distribution (Debian).
+CLUSTER_PACKAGES = containerd runc containernetworking-plugins iptables
+CLUSTER_TEST_LOG ?= $(LOCALBIN)/test-cluster.log
+# Where bench-cluster leaves the real-kubelet measurement for bench.
+KUBELET_BENCH ?= $(LOCALBIN)/bench-kubelet.json
+
+# internal/node's root-only test proves the leftover check and the sweep on
+# a few planted leftovers; -p 1 keeps it apart from test/cluster's node.
+.PHONY: test-cluster
+test-cluster: ## Run the operator on a real single-node cluster: kubelet, containerd, kustomize + kubectl apply (root; ~5 min warm).
+	@$(call need-root,test-cluster)
+	$(MAKE) cluster-deps cluster-assets kustomize
+	@mkdir -p $(LOCALBIN)
+	FEATUREGATE_TEST_CLUSTER=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -p 1 -count=1 -timeout 40m -v ./internal/node/ ./test/cluster/ 2>&1 | tee $(CLUSTER_TEST_LOG)
+
+.PHONY: cluster-deps
+cluster-deps: ## Install containerd, runc, the CNI plugins and iptables with apt-get, when missing (root).
+	@missing=; for b in containerd containerd-shim-runc-v2 runc ctr iptables-save ip6tables-restore; do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing cni-plugins"; \
+	if [ -n "$$missing" ]; then \
+		echo "cluster-deps: missing$$missing: apt-get install $(CLUSTER_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(CLUSTER_PACKAGES); \
+	fi
+
+# need-root fails the target $(1) with a message unless make runs as root.
+define need-root
+if [ "$$(id -u)" != 0 ]; then echo "$(1): needs root: it runs containerd and a kubelet, and creates a network bridge and iptables rules (it puts the host back as it was); run 'sudo make $(1)'" >&2; exit 1; fi
+endef
+
 .PHONY: fuzz
 fuzz: ## Fuzz the manifest inclusion and loading functions briefly.
 	go test -run='^$$' -fuzz=FuzzInclude -fuzztime=$${FUZZTIME:-20s} ./pkg/manifest/
@@ -81,8 +123,17 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run
 
 .PHONY: bench
-bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager
+bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test); as root, bench-cluster first for the real-kubelet row.
+	@rm -f $(KUBELET_BENCH)
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) bench-cluster; else echo "bench: not root: the real-kubelet row is not measured"; fi
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager -kubelet $(KUBELET_BENCH)
+
+.PHONY: bench-cluster
+bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).
+	@$(call need-root,bench-cluster)
+	$(MAKE) cluster-deps cluster-assets kustomize
+	FEATUREGATE_TEST_CLUSTER=1 FEATUREGATE_BENCH_KUBELET=$(KUBELET_BENCH) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" \
+		go test -count=1 -timeout 30m -v -run '^TestBenchKubeletRestart$$' ./test/cluster/
 
 ##@ Build
 

@@ -83,7 +83,10 @@ func Start(opts Options) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 		ControlPlane: envtest.ControlPlane{
 			APIServer: apiServer,
-			Etcd:      &envtest.Etcd{Out: opts.Out, Err: opts.Out},
+			// Its data under dir too: envtest removes a temporary data
+			// directory of its own only if etcd is still running at Stop
+			// (not after a terminal's Ctrl-C reached it first).
+			Etcd: &envtest.Etcd{Out: opts.Out, Err: opts.Out, DataDir: filepath.Join(cp.dir, "etcd")},
 		},
 	}
 	if cp.Config, err = cp.Env.Start(); err != nil {

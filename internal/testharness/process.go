@@ -57,6 +57,7 @@ type Process struct {
 	Log   *Log
 
 	cmd     *exec.Cmd
+	output  *os.File // the read end of the output pipe
 	started time.Time
 	logFile string
 	done    chan struct{}
@@ -118,6 +119,7 @@ func Start(opts Options) (*Process, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
 	}
+	p.output = r
 	if running.m == nil {
 		running.m = map[*Process]struct{}{}
 	}
@@ -274,6 +276,17 @@ func (p *Process) WaitExit(timeout time.Duration) (int, error) {
 // Signal sends sig to the process (not its group); os.ErrProcessDone once
 // it is gone.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// SignalGroup sends sig to the process group, as a terminal's Ctrl-C
+// (SIGINT) reaches a foreground job: the process and every child that did
+// not move to a group of its own.
+func (p *Process) SignalGroup(sig syscall.Signal) error { return syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// CloseOutput closes the harness's end of the output pipe, as when the
+// reader of a `cmd | tee log` pipeline dies: the process's next write to
+// stdout or stderr fails (EPIPE, or SIGPIPE when unhandled). Nothing more
+// reaches Log.
+func (p *Process) CloseOutput() error { return p.output.Close() }
 
 // Kill sends SIGKILL to the process group, without waiting.
 func (p *Process) Kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }

@@ -59,13 +59,14 @@ var groups = []struct {
 	{"outage", (*bench).measureOutage},
 	{"apply", (*bench).measureApply},
 	{"handover", (*bench).measureHandover},
+	{"kubelet", (*bench).measureKubelet},
 }
 
 type options struct {
-	out, chart, manager, only string
-	runs                      int
-	idle, timeout             time.Duration
-	keep                      bool
+	out, chart, manager, only, kubelet string
+	runs                               int
+	idle, timeout                      time.Duration
+	keep                               bool
 }
 
 func main() {
@@ -74,7 +75,8 @@ func main() {
 	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (default: docs/bench/latency.png beside -out).")
 	flag.StringVar(&o.manager, "manager", "", "Operator binary (default: built from the checkout into a temporary directory).")
 	flag.IntVar(&o.runs, "runs", 30, "Runs of the change measurement; the slower measurements do a fraction of it (ready, outage, handover: runs/3; handover without release: runs/6; apply: runs/6, at least 1).")
-	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, handover; footprint is part of apply). Empty: all.")
+	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, handover, kubelet; footprint is part of apply). Empty: all.")
+	flag.StringVar(&o.kubelet, "kubelet", "", "The real-kubelet measurement `make bench-cluster` wrote (root); the report says why when it is missing.")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "Idle window over which the footprint measurement counts CPU time.")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "Upper bound for the whole run.")
 	flag.BoolVar(&o.keep, "keep", false, "Keep the temporary directory with every process's log.")
@@ -118,7 +120,7 @@ func run(o options) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	b := &bench{tmp: tmp, root: root, manager: o.manager, runs: max(o.runs, 1), idle: o.idle}
+	b := &bench{tmp: tmp, root: root, manager: o.manager, kubelet: o.kubelet, runs: max(o.runs, 1), idle: o.idle}
 	if b.manager == "" {
 		b.manager = filepath.Join(tmp, "manager")
 		fmt.Println("bench: building the operator")
@@ -206,10 +208,12 @@ func selectGroups(only string) (map[string]bool, error) {
 // bench holds what every measurement shares.
 type bench struct {
 	tmp, root, manager string
-	runs               int
-	idle               time.Duration
-	seq                int
-	mu                 sync.Mutex
+	// kubelet is the real-kubelet measurement's file (-kubelet).
+	kubelet string
+	runs    int
+	idle    time.Duration
+	seq     int
+	mu      sync.Mutex
 }
 
 func (b *bench) cpus() int { return runtime.NumCPU() }

@@ -212,7 +212,7 @@ func (r *report) markdown() string {
 	w("## Rerun\n\n```sh\nmake bench                                   # everything, ~15 minutes here; writes BENCHMARKS.md and %s\n", r.Chart)
 	w("KUBEBUILDER_ASSETS=$PWD/bin/k8s go run ./test/bench -out BENCHMARKS.md -runs 9 -only change,apply   # a quick look\n```\n\n")
 	w("Flags: `-runs N` (default 30: runs of the change measurement; ready, outage and handover do N/3, handover without release N/6, apply N/6, at least 1), ")
-	w("`-only change,ready,outage,apply,handover` (footprint is part of apply; a partial run writes a partial report), ")
+	w("`-only change,ready,outage,apply,handover,kubelet` (footprint is part of apply; a partial run writes a partial report), `-kubelet bin/bench-kubelet.json` (the real-kubelet measurement `make bench-cluster` writes as root; `make bench` runs it first when root), ")
 	w("`-manager bin/manager` (default: build the checkout), `-idle 60s` (footprint CPU window), `-keep` (keep every process's log), `-timeout`.\n")
 	return b.String()
 }

@@ -2,14 +2,20 @@ package deploy
 
 import (
 	"debug/elf"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/featuregate-operator/operator/internal/image"
 )
 
 // The image's base, distroless/static, has no dynamic loader and no libc:
@@ -118,4 +124,69 @@ func checkStatic(t *testing.T, path string) {
 	libs, err := f.ImportedLibraries()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(libs).To(BeEmpty(), "%s needs shared libraries", path)
+}
+
+// The image `make test-cluster` runs is built without Docker by
+// internal/image; it must be the image the Dockerfile describes: the same
+// user, entrypoint and exposed ports (which are the Deployment's container
+// ports), and nothing in it but the static manager, executable, and the
+// user's /etc/passwd and /etc/group entries.
+func TestOCIImageMatchesDockerfile(t *testing.T) {
+	g := NewWithT(t)
+	want := dockerfileContract(t, filepath.Join(root, "Dockerfile"))
+	g.Expect(want).To(Equal(image.Operator), "the Dockerfile's final stage and image.Operator")
+
+	archive := filepath.Join(t.TempDir(), "manager.tar")
+	const ref = "featuregate-operator:deploy-test"
+	g.Expect(image.Write(archive, ref, managerBin, image.Operator)).To(Succeed())
+	got, files, err := image.Read(archive, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(want), "the OCI image's config and the Dockerfile")
+	// The manager, and the user's entry the runtime reads the group from
+	// (the kubelet passes the image's UID alone), as in distroless.
+	g.Expect(files).To(Equal([]string{"/etc 0755 0:0", "/etc/group 0644 0:0", "/etc/passwd 0644 0:0", "/manager 0755 0:0"}))
+
+	var dep appsv1.Deployment
+	convert(t, find(t, rendered(t), "Deployment", "controller-manager"), &dep)
+	var ports []string
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		ports = append(ports, fmt.Sprintf("%d/%s", p.ContainerPort, strings.ToLower(string(p.Protocol))))
+	}
+	slices.Sort(ports)
+	g.Expect(ports).To(Equal(got.Ports), "the Deployment's container ports and the image's exposed ports")
+}
+
+// dockerfileContract reads USER, ENTRYPOINT (exec form) and EXPOSE from
+// the final stage of dockerfile.
+func dockerfileContract(t *testing.T, dockerfile string) image.Contract {
+	t.Helper()
+	data, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c image.Contract
+	for _, line := range strings.Split(strings.ReplaceAll(string(data), "\\\n", " "), "\n") {
+		instr, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		rest = strings.TrimSpace(rest)
+		switch strings.ToUpper(instr) {
+		case "FROM": // a new stage starts from nothing
+			c = image.Contract{}
+		case "USER":
+			c.User = rest
+		case "ENTRYPOINT":
+			c.Entrypoint = nil
+			if err := json.Unmarshal([]byte(rest), &c.Entrypoint); err != nil {
+				t.Fatalf("%s: ENTRYPOINT %s is not in exec (JSON) form: %v", dockerfile, rest, err)
+			}
+		case "EXPOSE":
+			for _, p := range strings.Fields(rest) {
+				if !strings.Contains(p, "/") {
+					p += "/tcp"
+				}
+				c.Ports = append(c.Ports, p)
+			}
+		}
+	}
+	slices.Sort(c.Ports)
+	return c
 }

@@ -2,17 +2,16 @@ package deploy
 
 import (
 	"context"
-	"crypto/tls"
-	"io"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The metrics endpoint is served over HTTPS behind the API server's
@@ -55,24 +54,8 @@ func TestSecureMetrics(t *testing.T) {
 
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
 
-	// The certificate is self-signed: there is nothing to verify it against,
-	// as in config/prometheus/monitor.yaml.
-	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	scrape := func(token string) (int, string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metrics+"/metrics", nil)
-		if err != nil {
-			return 0, "", err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := httpc.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body), err
+		return testharness.Scrape(ctx, "https://"+metrics+"/metrics", token)
 	}
 
 	// The metrics server starts beside the probes, not before them: /readyz

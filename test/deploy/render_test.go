@@ -3,12 +3,8 @@ package deploy
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,15 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 // The kustomize build of config/default is made once and shared: it is the
 // same for every test, and installing kustomize is the slow part.
 var (
-	renderOnce    sync.Once
-	renderedObjs  []*unstructured.Unstructured
-	renderErr     error
-	kustomizeTemp string
+	renderOnce   sync.Once
+	renderedObjs []*unstructured.Unstructured
+	renderErr    error
+	// kustomizeCleanup removes the kustomize installed for the tests, if
+	// one was.
+	kustomizeCleanup = func() {}
 )
 
 // rendered returns the objects of `kustomize build config/default`, with the
@@ -43,54 +43,16 @@ func rendered(t *testing.T) []*unstructured.Unstructured {
 }
 
 func render() ([]*unstructured.Unstructured, error) {
-	bin, err := kustomizeBinary()
+	bin, cleanup, err := testharness.Kustomize(root)
+	kustomizeCleanup = cleanup
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "build", filepath.Join(root, "config", "default"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := testharness.KustomizeBuild(bin, filepath.Join(root, "config", "default"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w\n%s", bin, err, stderr.String())
+		return nil, err
 	}
 	return decodeAll(out)
-}
-
-// kustomizeBinary is the Makefile's pinned kustomize: bin/kustomize-<version>
-// when `make kustomize` installed it, else installed now, through the module
-// proxy, into a temporary directory, so that `go test ./...` in a clean
-// clone runs too.
-func kustomizeBinary() (string, error) {
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		return "", err
-	}
-	m := regexp.MustCompile(`(?m)^KUSTOMIZE_VERSION \?= (\S+)$`).FindSubmatch(makefile)
-	if m == nil {
-		return "", errors.New("no KUSTOMIZE_VERSION in the Makefile")
-	}
-	version := string(m[1])
-	pinned := filepath.Join(root, "bin", "kustomize-"+version)
-	if _, err := os.Stat(pinned); err == nil {
-		return pinned, nil
-	}
-	if kustomizeTemp, err = os.MkdirTemp("", "featuregate-kustomize-"); err != nil {
-		return "", err
-	}
-	cmd := exec.Command("go", "install", "sigs.k8s.io/kustomize/kustomize/v5@"+version)
-	cmd.Dir = kustomizeTemp // outside the module: `go install pkg@version` ignores go.mod
-	cmd.Env = append(os.Environ(), "GOBIN="+kustomizeTemp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install kustomize %s: %w\n%s", version, err, out)
-	}
-	return filepath.Join(kustomizeTemp, "kustomize"), nil
-}
-
-func kustomizeCleanup() {
-	if kustomizeTemp != "" {
-		os.RemoveAll(kustomizeTemp)
-	}
 }
 
 // decodeAll splits a multi-document YAML stream into objects.
