@@ -21,7 +21,7 @@ func TestManifestsCommandFromCluster(t *testing.T) {
 	cp := testharness.StartControlPlane(t, controlplane.Options{})
 	c := testharness.Client(t, cp.Config)
 	kubeconfig := testharness.Kubeconfig(t, cp.Config)
-	dir := writeTestFiles(t, map[string]string{
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("gate-on", "    release.openshift.io/feature-gate: GateA\n") + "---\n" +
 			gated("gate-off", "    release.openshift.io/feature-gate: GateB\n") + "---\n" +
 			gated("console", "    capability.openshift.io/name: Console\n") + "---\n" +

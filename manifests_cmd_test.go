@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
 type cmdReport struct {
@@ -37,17 +39,6 @@ func runManifests(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func writeTestFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func gated(name, annotations string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: default\n  annotations:\n" +
 		"    include.release.openshift.io/self-managed-high-availability: \"true\"\n" + annotations
@@ -75,8 +66,8 @@ status:
 
 // The command evaluates gate lists with the FeatureGate file's gates.
 func TestManifestsCommandFeatureGate(t *testing.T) {
-	files := writeTestFiles(t, map[string]string{"featuregate.yaml": testFeatureGate})
-	dir := writeTestFiles(t, map[string]string{
+	files := testharness.WriteFiles(t, map[string]string{"featuregate.yaml": testFeatureGate})
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml":      gated("a", "    release.openshift.io/feature-gate: GateA\n"),
 		"0000_10_b.yaml":      gated("b", "    release.openshift.io/feature-gate: GateB\n"),
 		"0000_10_not-b.yaml":  gated("not-b", "    release.openshift.io/feature-gate: -GateB\n"),
@@ -152,7 +143,7 @@ func TestManifestsCommandPayloadFeatureGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fgDir := filepath.Join(strings.TrimSpace(string(out)), "payload-manifests", "featuregates")
-	dir := writeTestFiles(t, map[string]string{
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_30_capi.yaml": gated("capi", "    release.openshift.io/feature-gate: ClusterAPIMachineManagement\n"),
 	})
 	for file, want := range map[string]bool{
@@ -182,7 +173,7 @@ func TestManifestsCommandPayloadFeatureGate(t *testing.T) {
 }
 
 func TestManifestsCommandClusterVersion(t *testing.T) {
-	files := writeTestFiles(t, map[string]string{
+	files := testharness.WriteFiles(t, map[string]string{
 		"cv.yaml": `apiVersion: config.openshift.io/v1
 kind: ClusterVersion
 metadata:
@@ -206,7 +197,7 @@ status:
 `,
 		"no-caps.yaml": "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\nspec:\n  clusterID: x\n",
 	})
-	dir := writeTestFiles(t, map[string]string{
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("mine", "") + "---\n" + gated("insights", "    capability.openshift.io/name: Insights\n") + "---\n" +
 			gated("hosted", "    exclude.release.openshift.io/hypershift: \"true\"\n"),
 	})
@@ -234,14 +225,14 @@ status:
 }
 
 func TestManifestsCommandBadInput(t *testing.T) {
-	files := writeTestFiles(t, map[string]string{
+	files := testharness.WriteFiles(t, map[string]string{
 		"fg.yaml":           testFeatureGate,
 		"typo.yaml":         strings.Replace(testFeatureGate, "featureSet:", "featureSett:", 1),
 		"cv-as-fg.yaml":     "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\n",
 		"unknown-set.yaml":  strings.Replace(testFeatureGate, "featureSet: TechPreviewNoUpgrade", "featureSet: TechPreview", 1),
 		"bad-override.yaml": "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\nspec:\n  clusterID: x\n  overrides:\n  - kind: ConfigMap\n    group: \"\"\n    namespace: x\n    name: \"\"\n    unmanaged: true\n",
 	})
-	dir := writeTestFiles(t, map[string]string{"0000_10_a.yaml": gated("a", "")})
+	dir := testharness.WriteFiles(t, map[string]string{"0000_10_a.yaml": gated("a", "")})
 	f := func(name string) string { return filepath.Join(files, name) }
 	for _, tt := range []struct {
 		args []string
@@ -278,7 +269,7 @@ func TestManifestsCommandBadInput(t *testing.T) {
 
 // Two kept manifests for one object are an error naming both files: exit 1.
 func TestManifestsCommandDuplicates(t *testing.T) {
-	dir := writeTestFiles(t, map[string]string{
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("x", ""),
 		"0000_20_b.yaml": gated("x", "    release.openshift.io/feature-set: TechPreviewNoUpgrade\n"),
 	})

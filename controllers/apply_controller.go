@@ -95,8 +95,8 @@ type Applier struct {
 
 // lastRun is what the ClusterOperator is restored from between runs.
 type lastRun struct {
-	snap featuregate.Snapshot
-	run  Run
+	snap   featuregate.Snapshot
+	status runStatus
 }
 
 // NeedLeaderElection is true: one replica applies.
@@ -344,7 +344,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 		return
 	}
 	a.mu.Lock()
-	a.last = &lastRun{snap: snap, run: run}
+	a.last = &lastRun{snap: snap, status: run.runStatus()}
 	a.mu.Unlock()
 	co, err := a.Status.Report(ctx, snap, run)
 	if err != nil {

@@ -49,6 +49,28 @@ type StatusReporter struct {
 
 // Report writes the ClusterOperator status for one apply run of snap.
 func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, run Run) (*configv1.ClusterOperator, error) {
+	return s.report(ctx, snap, run.runStatus())
+}
+
+// runStatus is what the ClusterOperator reports of a run: counts and names,
+// not the run's objects, so that it is cheap to keep between runs.
+type runStatus struct {
+	applied, createOnlyLeft, deleted, failed int
+	problems                                 []string // invalid, then failed
+	namespaces                               []string
+	capabilityFilter                         string
+}
+
+func (r Run) runStatus() runStatus {
+	o := runStatus{applied: len(r.Applied), createOnlyLeft: r.CreateOnlyLeft, deleted: len(r.Deleted), failed: len(r.Failed),
+		namespaces: appliedNamespaces(r.Applied), capabilityFilter: r.Inputs.Filter()}
+	for _, err := range append(append([]error{}, r.Invalid...), r.Failed...) {
+		o.problems = append(o.problems, err.Error())
+	}
+	return o
+}
+
+func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, run runStatus) (*configv1.ClusterOperator, error) {
 	co := &configv1.ClusterOperator{}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.Name}, co); err != nil {
@@ -75,28 +97,25 @@ func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, 
 	return co, nil
 }
 
-func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featuregate.Snapshot, run Run) {
+func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featuregate.Snapshot, run runStatus) {
 	at := ""
 	if s.Version != "" {
 		at = " at " + s.Version
 	}
 	setCondition(st, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
 		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied (%d create-only left as found), %d deleted; capability filter %s",
-			s.Name, at, snap.FeatureSetName(), len(run.Applied), run.CreateOnlyLeft, len(run.Deleted), run.Inputs.Filter()))
+			s.Name, at, snap.FeatureSetName(), run.applied, run.createOnlyLeft, run.deleted, run.capabilityFilter))
 
-	problems := make([]string, 0, len(run.Invalid)+len(run.Failed))
-	for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
-		problems = append(problems, err.Error())
-	}
+	problems := run.problems
 	if len(problems) > 0 {
 		setCondition(st, configv1.OperatorDegraded, configv1.ConditionTrue, ReasonManifestsFailed,
 			truncate(fmt.Sprintf("%d manifests failed: %s", len(problems), strings.Join(problems, "; ")), 4000))
 	} else {
 		setCondition(st, configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
-	if len(run.Failed) > 0 {
+	if run.failed > 0 {
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonRetrying,
-			fmt.Sprintf("%d of %d included manifests applied; retrying the others", len(run.Applied), len(run.Applied)+len(run.Failed)))
+			fmt.Sprintf("%d of %d included manifests applied; retrying the others", run.applied, run.applied+run.failed))
 	} else {
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
@@ -108,7 +127,7 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
 	}
 	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}
-	for _, ns := range appliedNamespaces(run.Applied) {
+	for _, ns := range run.namespaces {
 		st.RelatedObjects = append(st.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: ns})
 	}
 }

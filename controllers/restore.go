@@ -84,7 +84,7 @@ func (a *Applier) restoreStatus(ctx context.Context) {
 	if last == nil {
 		return
 	}
-	if _, err := a.Status.Report(ctx, last.snap, last.run); err != nil {
+	if _, err := a.Status.report(ctx, last.snap, last.status); err != nil {
 		ctrl.Log.WithName("apply").Error(err, "ClusterOperator status not restored")
 	}
 }

@@ -3,6 +3,7 @@ package testharness
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -114,4 +115,17 @@ func SetFeatureSet(tb TB, c client.Client, name string, set configv1.FeatureSet)
 	if err := c.Patch(tb.Context(), fg, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		tb.Fatalf("set feature set %q on FeatureGate %s: %v", set, name, err)
 	}
+}
+
+// WriteFiles writes files (name -> content) into a new temporary directory
+// and returns it: a manifests directory, a config file's home.
+func WriteFiles(tb TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			tb.Fatalf("%v", err)
+		}
+	}
+	return dir
 }

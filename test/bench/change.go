@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
@@ -273,7 +272,7 @@ func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	defer mcancel()
 	guard, err := featuregate.NewGuard(cfg, featuregate.Options{
 		Version: benchVersion, EventSource: "bench", Cancel: mcancel,
-		Registry: prometheus.NewRegistry(), Logger: logr.Discard(),
+		Registry: prometheus.NewRegistry(), Logger: logger, // its controller logs "Starting workers"
 	})
 	if err != nil {
 		return err

@@ -287,8 +287,8 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	if f.enabled {
 		want = "enabled [" + benchGate + "]"
 	}
-	if !strings.Contains(snap.Msg, want) {
-		return res, next, fmt.Errorf("replacement snapshot %q does not show %s", snap.Msg, want)
+	if !strings.Contains(snap.Raw, want) { // the "snapshot" key
+		return res, next, fmt.Errorf("replacement snapshot %q does not show %s", snap.Raw, want)
 	}
 	// When the Lease first named someone new: poll until it does.
 	var leaseAt time.Time

@@ -94,18 +94,6 @@ func relaxedFeatureGateCRD(t *testing.T) []string {
 	return []string{path, coPath}
 }
 
-// manifestsDir writes files (name -> content) into a new directory.
-func manifestsDir(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // testdata reads a file of pkg/manifest/testdata.
 func testdata(t *testing.T, path string) string {
 	t.Helper()
@@ -293,7 +281,7 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 // seedManifests are the bug report's manifests: one for every set, the
 // Cluster API namespace for TechPreviewNoUpgrade only, one for Default only.
 func seedManifests(t *testing.T) string {
-	return manifestsDir(t, map[string]string{
+	return testharness.WriteFiles(t, map[string]string{
 		"0000_10_always_configmap.yaml":                       testdata(t, "seed/0000_10_always_configmap.yaml"),
 		"0000_30_cluster-api_capi-operator_00_namespace.yaml": testdata(t, "seed/0000_30_cluster-api_capi-operator_00_namespace.yaml"),
 		"0000_50_default-only_configmap.yaml":                 testdata(t, "seed/0000_50_default-only_configmap.yaml"),
@@ -353,7 +341,7 @@ metadata:
     e2e: bulk
 `, i)
 	}
-	return manifestsDir(t, files)
+	return testharness.WriteFiles(t, files)
 }
 
 func countBulk(g Gomega, t *testing.T, c client.Client) int {
@@ -499,7 +487,7 @@ func TestFaultBadInput(t *testing.T) {
 	cp := startControlPlane(t, relaxedFeatureGateCRD(t))
 	c := testharness.Client(t, cp.Config)
 	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate("SuperPreview"))
-	dir := manifestsDir(t, map[string]string{
+	dir := testharness.WriteFiles(t, map[string]string{
 		"0000_40_malformed.yaml":      testdata(t, "bad/0000_40_malformed.yaml"),
 		"0000_50_bad.yaml":            testdata(t, "bad/0000_50_bad.yaml"),
 		"0000_60_good_configmap.yaml": testdata(t, "bad/0000_60_good_configmap.yaml"),
