@@ -126,7 +126,7 @@ lint: golangci-lint ## Run golangci-lint.
 bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test); as root, bench-cluster first for the real-kubelet row.
 	@rm -f $(KUBELET_BENCH)
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) bench-cluster; else echo "bench: not root: the real-kubelet row is not measured"; fi
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager -kubelet $(KUBELET_BENCH)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager -kubelet $(patsubst $(CURDIR)/%,%,$(KUBELET_BENCH))
 
 .PHONY: bench-cluster
 bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).
