@@ -20,6 +20,10 @@ func TestLeftoverCheckAndSweep(t *testing.T) {
 	if os.Getenv("FEATUREGATE_TEST_CLUSTER") == "" || os.Geteuid() != 0 {
 		t.Skip("root only, under `make test-cluster` (FEATUREGATE_TEST_CLUSTER=1)")
 	}
+	// The sweep would take another node's new pods and rules for leftovers.
+	if err := Busy(); err != nil {
+		t.Fatal(err)
+	}
 	before, err := captureHost()
 	if err != nil {
 		t.Fatal(err)

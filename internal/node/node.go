@@ -101,6 +101,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := checkTools(opts.Assets); err != nil {
 		return nil, err
 	}
+	if err := Busy(); err != nil {
+		return nil, err
+	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
@@ -117,6 +120,20 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return n, errors.Join(err, n.Stop())
 	}
 	return n, nil
+}
+
+// Busy reports another node running on this host (another `make
+// test-cluster`, in another checkout): two would share the bridge, the pods'
+// cgroups and iptables, and each one's teardown would sweep away the
+// other's pods. Nothing is touched then.
+func Busy() error {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", bridge)); err == nil {
+		return fmt.Errorf("another node runs on this host (network interface %s exists; another `make test-cluster`?): not starting a second one", bridge)
+	}
+	if cgs := podCgroups(); len(cgs) > 0 {
+		return fmt.Errorf("another node runs on this host (cgroup %s exists; another kubelet?): not starting a second one", cgs[0])
+	}
+	return nil
 }
 
 // checkTools reports the first binary the node needs that is missing.
