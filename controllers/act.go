@@ -77,7 +77,7 @@ func (a *Applier) scoped(m manifest.Manifest) (*unstructured.Unstructured, error
 }
 
 func (a *Applier) apply(ctx context.Context, m manifest.Manifest) error {
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return errStopped
 	}
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
@@ -94,7 +94,7 @@ func (a *Applier) apply(ctx context.Context, m manifest.Manifest) error {
 // as it is, edits included: what release.openshift.io/create-only means to
 // the cluster-version-operator.
 func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created, leftAlone bool, err error) {
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return false, false, errStopped
 	}
 	live := &unstructured.Unstructured{}
@@ -106,7 +106,7 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 	case !apierrors.IsNotFound(err):
 		return false, false, a.failed(ctx, m, "get", err)
 	}
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return false, false, errStopped
 	}
 	if err := a.Client.Create(ctx, m.Object.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
@@ -122,7 +122,7 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 // does for release.openshift.io/delete: its dependents go first. An object
 // already gone is what was asked for.
 func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return errStopped
 	}
 	obj := &unstructured.Unstructured{}
@@ -138,7 +138,7 @@ func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
 
 // failed wraps a request's error, or tells it apart as the stop's doing.
 func (a *Applier) failed(ctx context.Context, m manifest.Manifest, verb string, err error) error {
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return errStopped
 	}
 	ApplyFailures.Inc()

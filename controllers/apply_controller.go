@@ -301,6 +301,12 @@ func (r *Run) add(o outcome, err error) {
 	}
 }
 
+// halted is true once nothing more may be sent: ctx ended or a stop was
+// requested.
+func (a *Applier) halted(ctx context.Context) bool {
+	return ctx.Err() != nil || stopped(a.FeatureGate)
+}
+
 func stopped(fg FeatureGate) bool {
 	select {
 	case <-fg.StopRequested():
@@ -314,7 +320,7 @@ func stopped(fg FeatureGate) bool {
 // holds, and nobody asked for a stop. When that cannot be told, nothing is
 // applied.
 func (a *Applier) stillCurrent(ctx context.Context) bool {
-	if ctx.Err() != nil || stopped(a.FeatureGate) {
+	if a.halted(ctx) {
 		return false
 	}
 	current, err := a.FeatureGate.Current(ctx)
