@@ -11,14 +11,14 @@ import (
 )
 
 // BuildManager builds the checkout's operator to path exactly as `make
-// build` and the Dockerfile do (CGO_ENABLED=0, -trimpath), so that every
-// harness runs the binary that ships.
+// build` and the Dockerfile do (CGO_ENABLED=0, -trimpath, -ldflags=-s -w),
+// so that every harness runs the binary that ships.
 func BuildManager(ctx context.Context, path string) error {
 	root, err := controlplane.Root()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, ".")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

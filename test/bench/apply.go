@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +98,11 @@ func (b *bench) measureApply(ctx context.Context) *section {
 			"so the operator's includes its start, snapshot read and ClusterOperator status write (process start → `Manifests applied` log line); "+
 			"the logged run duration is shown too. The no-op re-apply is the operator's second run (drift check) against kubectl run a second time. "+
 			"CPU time is read from /proc for the client and for the control plane's kube-apiserver and etcd.", reps),
+		fmt.Sprintf("Footprint: after the last repetition, an operator with the default resync period starts against the control plane holding the applied payload, "+
+			"and its memory is read %s after its first (no-op) run and again after the idle window; then %d operators without `--manifests-dir`, one after the other, "+
+			"each read %s after its first run (VmRSS, RssAnon and RssFile from /proc/<pid>/status, the binary's resident pages from /proc/<pid>/smaps). "+
+			"Every measurement runs a copy of the operator binary written with write(2), as a node unpacks an image layer: "+
+			"a process was seen to map up to 1.6 MiB more of a file the Go linker had just written through mmap (one run of that file is shown for comparison).", fmtDur(idleSettle), bareRuns, fmtDur(idleSettle)),
 	}
 	var e errs
 	var foot *plane
@@ -290,160 +293,4 @@ func kubectlApply(ctx context.Context, kubectl, kubeconfig, dir, logPath string)
 	}
 	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return res, nil
-}
-
-// footprint starts an operator with the default resync period against a
-// control plane that holds the applied payload, lets it apply (no-op) and
-// settle, and reads memory, goroutines and idle CPU.
-func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCPU []time.Duration) ([][2]string, []check, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.idle+3*time.Minute)
-	defer cancel()
-	port, err := testharness.FreePort()
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := b.operator(pl, "footprint", "--manifests-dir="+payload,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`))
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := parseApplied(first)
-	if err != nil {
-		return nil, nil, err
-	}
-	pid := p.Pid()
-	cpuAfterApply, err := procCPU(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Let the apply's garbage be collected before reading the idle numbers.
-	const idleSettle = 10 * time.Second
-	if err := sleep(ctx, idleSettle); err != nil {
-		return nil, nil, err
-	}
-	m, err := procStatus(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	goroutines, gerr := scrapeMetric(metrics, "go_goroutines")
-	heap, _ := scrapeMetric(metrics, "go_memstats_heap_inuse_bytes")
-	cpu0, err := procCPU(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	w0 := time.Now()
-	if err := sleep(ctx, b.idle); err != nil {
-		return nil, nil, err
-	}
-	cpu1, err := procCPU(pid)
-	if err != nil {
-		return nil, nil, err
-	}
-	window := time.Since(w0)
-	m2, _ := procStatus(pid)
-	if _, _, ok := p.Log.FindFrom(i+1, testharness.Contains(`"Manifests applied"`)); ok {
-		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.LogPath())
-	}
-	perHour := time.Duration(float64(cpu1-cpu0) * float64(time.Hour) / float64(window))
-	g := "n/a (" + fmt.Sprint(gerr) + ")"
-	if gerr == nil {
-		g = strconv.FormatFloat(goroutines, 'f', 0, 64)
-	}
-	rss := max(m.RSS, m2.RSS)
-	rows := [][2]string{
-		{"footprint: state", fmt.Sprintf("idle operator, %s after its first run applied %d manifests (a no-op run of %s, cumulative CPU then %s); "+
-			"one FeatureGate watched, no leader election, default resync 3m", fmtDur(idleSettle), a.applied, fmtDur(a.duration), cpuAfterApply.Round(10*time.Millisecond))},
-		{"footprint: RSS (VmRSS)", fmt.Sprintf("%s at the start of the idle window, %s at its end; of it %s anonymous (heap, stacks) and %s file-backed (the %s binary's pages)",
-			mib(m.RSS), mib(m2.RSS), mib(m.Anon), mib(m.File), binarySize(b.manager))},
-		{"footprint: peak RSS (VmHWM)", mib(m.HWM)},
-		{"footprint: Go heap in use", fmt.Sprintf("%.1f MiB (go_memstats_heap_inuse_bytes)", heap/(1<<20))},
-		{"footprint: goroutines (go_goroutines)", g},
-		{"footprint: OS threads", strconv.FormatInt(m.Threads, 10)},
-		{"footprint: idle CPU", fmt.Sprintf("%s over %s = %.1f CPU-seconds per hour (utime+stime; resolution 10 ms)", (cpu1 - cpu0).Round(time.Millisecond), window.Round(time.Second), perHour.Seconds())},
-	}
-	if len(noopCPU) > 0 {
-		reapply := summarize(noopCPU).P50
-		resyncs := float64(time.Hour / (3 * time.Minute))
-		rows = append(rows, [2]string{"footprint: CPU with resyncs", fmt.Sprintf(
-			"a no-op re-apply costs %s CPU (median of %d, measured between the first and second run with --resync-period=3s); "+
-				"with the default 3m resync that is %.0f re-applies per hour: %.1f CPU-seconds per hour in all",
-			reapply.Round(10*time.Millisecond), len(noopCPU), resyncs, perHour.Seconds()+resyncs*reapply.Seconds())})
-	}
-	checks := []check{{"RSS ≤ 40 MiB (idle, 800-manifest payload applied)", mib(rss), rss <= 40*1024}}
-	p.Stop(10 * time.Second)
-
-	// The same without manifests: how much of the footprint the payload is.
-	bare, err := b.operator(pl, "footprint-bare")
-	if err != nil {
-		return rows, checks, err
-	}
-	defer bare.Stop(10 * time.Second)
-	if _, _, err := bare.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`)); err != nil {
-		return rows, checks, err
-	}
-	if err := sleep(ctx, idleSettle); err != nil {
-		return rows, checks, err
-	}
-	bm, err := procStatus(bare.Pid())
-	if err != nil {
-		return rows, checks, err
-	}
-	rows = append(rows, [2]string{"footprint: baseline without --manifests-dir", fmt.Sprintf("RSS %s (%s anonymous, %s file-backed), peak %s, %d threads, %s after start",
-		mib(bm.RSS), mib(bm.Anon), mib(bm.File), mib(bm.HWM), bm.Threads, fmtDur(idleSettle))},
-		[2]string{"footprint: binary size", binarySize(b.manager)})
-	checks = append(checks, check{"RSS ≤ 32 MiB (idle, no manifests, 10 s after start)", mib(bm.RSS), bm.RSS <= 32*1024})
-	return rows, checks, nil
-}
-
-func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
-
-func binarySize(path string) string {
-	info, err := os.Stat(path)
-	if err != nil {
-		return "?"
-	}
-	return fmt.Sprintf("%.0f MiB", float64(info.Size())/(1<<20))
-}
-
-// sleep waits d or until ctx ends: the benchmark's fixed waits (idle
-// windows) are the measurement, not a stand-in for polling.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// metricsClient scrapes a process that may be gone the next run, its port
-// someone else's: no kept-alive connections.
-var metricsClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-
-// scrapeMetric reads one unlabelled sample from a Prometheus text endpoint.
-func scrapeMetric(url, name string) (float64, error) {
-	resp, err := metricsClient.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s: no %s", url, name)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,52 @@ func TestWriteChart(t *testing.T) {
 	info, err := os.Stat(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Size()).To(BeNumerically(">", 0))
+}
+
+func TestResidentIn(t *testing.T) {
+	g := NewWithT(t)
+	smaps := `00400000-0141a000 r-xp 00000000 fd:00 123 /opt/manager
+Size:              16488 kB
+Rss:               12776 kB
+0141a000-023e8000 r--p 0101a000 fd:00 123 /opt/manager
+Rss:               12280 kB
+023e8000-02472000 rw-p 01fe8000 fd:00 123 /opt/manager
+Rss:                 488 kB
+02472000-044be000 rw-p 00000000 00:00 0
+Rss:                 128 kB
+7f0000000000-7f0000001000 r-xp 00000000 fd:00 9 /opt/other
+Rss:                   4 kB
+`
+	code, rodata, err := residentIn(strings.NewReader(smaps), "/opt/manager")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(int64(12776)))
+	g.Expect(rodata).To(Equal(int64(12280)))
+}
+
+func TestParseInitTrace(t *testing.T) {
+	g := NewWithT(t)
+	out := `init runtime @0.074 ms, 0.074 ms clock, 0 bytes, 0 allocs
+init k8s.io/api/core/v1 @12 ms, 0.21 ms clock, 67272 bytes, 512 allocs
+Usage of manager:
+init k8s.io/client-go/kubernetes/scheme @20 ms, 6.6 ms clock, 668904 bytes, 9000 allocs
+`
+	pkgs, total := parseInitTrace(out)
+	g.Expect(total).To(Equal(int64(67272 + 668904)))
+	g.Expect(pkgs).To(HaveLen(3))
+	g.Expect(pkgs[0]).To(Equal(initAlloc{"k8s.io/client-go/kubernetes/scheme", 668904}))
+}
+
+func TestInstallWritesACopy(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "manager")
+	g.Expect(os.WriteFile(src, []byte("\x7fELF binary"), 0o755)).To(Succeed())
+	dst := filepath.Join(dir, "install", "manager")
+	g.Expect(install(src, dst)).To(Succeed())
+	data, err := os.ReadFile(dst)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(Equal("\x7fELF binary"))
+	info, err := os.Stat(dst)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().Perm()&0o100).NotTo(BeZero(), "executable")
 }

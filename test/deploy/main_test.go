@@ -17,7 +17,7 @@ var (
 	// root is the repository checkout.
 	root string
 	// managerBin is the operator binary, built once for every test the way
-	// `make build` builds it (CGO_ENABLED=0, -trimpath).
+	// `make build` builds it (CGO_ENABLED=0, -trimpath, -ldflags=-s -w).
 	managerBin string
 )
 
