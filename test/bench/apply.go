@@ -102,7 +102,7 @@ func (b *bench) measureApply(ctx context.Context) *section {
 			"and its memory is read %s after its first (no-op) run and again after the idle window; then %d operators without `--manifests-dir`, one after the other, "+
 			"each read %s after its first run (VmRSS, RssAnon and RssFile from /proc/<pid>/status, the binary's resident pages from /proc/<pid>/smaps). "+
 			"Every measurement runs a copy of the operator binary written with write(2), as a node unpacks an image layer: "+
-			"a process was seen to map up to 1.6 MiB more of a file the Go linker had just written through mmap (one run of that file is shown for comparison).", fmtDur(idleSettle), bareRuns, fmtDur(idleSettle)),
+			"a process can map several MiB more of a file the Go linker has just written through mmap (from 0.1 to 6 MiB in runs here; one run of that file is shown for comparison).", fmtDur(idleSettle), bareRuns, fmtDur(idleSettle)),
 	}
 	var e errs
 	var foot *plane

@@ -133,8 +133,9 @@ func run(o options) int {
 		return 1
 	}
 	// The operator as deployed runs from an unpacked image layer, not from
-	// the file the Go linker wrote through mmap; a process was seen to map
-	// up to 1.6 MiB more of a just-linked file than of a plain copy here.
+	// the file the Go linker wrote through mmap; a process can map several
+	// MiB more of a just-linked file than of a plain copy (0.1 to 6 MiB in
+	// runs here).
 	// So every measurement runs a copy (the footprint shows one run of the
 	// linker's output beside it).
 	b.manager = filepath.Join(tmp, "install", "manager")
