@@ -173,12 +173,7 @@ type idleMemory struct {
 // run and idleSettle more, and reads its memory.
 func (b *bench) idleOperator(ctx context.Context, pl *plane, name, bin string) (idleMemory, error) {
 	var m idleMemory
-	opts, err := testharness.ManagerOptions(bin, name, pl.kubeconfig, "--release-version="+benchVersion)
-	if err != nil {
-		return m, err
-	}
-	opts.LogFile = filepath.Join(b.dir(name), "operator.log")
-	p, err := testharness.Start(opts)
+	p, err := b.operatorFrom(bin, pl, name)
 	if err != nil {
 		return m, err
 	}
@@ -215,14 +210,12 @@ func (b *bench) bareFootprint(ctx context.Context, pl *plane) ([][2]string, []ch
 			mib(med.RSS), len(runs), fmtDur(idleSettle), mib(runs[0].RSS), mib(runs[len(runs)-1].RSS),
 			mib(med.Anon), mib(med.File), mib(med.code), mib(med.rodata), mib(med.HWM), med.Threads)},
 	}
-	if b.linked != b.manager {
-		m, err := b.idleOperator(ctx, pl, "footprint-bare-linked", b.linked)
-		if err != nil {
-			return nil, nil, err
-		}
-		rows = append(rows, [2]string{"footprint: baseline run from the linker's output", fmt.Sprintf(
-			"RSS %s (%s file-backed), one operator; the file the Go linker wrote through mmap, not a copy of it (see the method)", mib(m.RSS), mib(m.File))})
+	linked, err := b.idleOperator(ctx, pl, "footprint-bare-linked", b.linked)
+	if err != nil {
+		return nil, nil, err
 	}
+	rows = append(rows, [2]string{"footprint: baseline run from the linker's output", fmt.Sprintf(
+		"RSS %s (%s file-backed), one operator; the file the Go linker wrote through mmap, not a copy of it (see the method)", mib(linked.RSS), mib(linked.File))})
 	rows = append(rows, [2]string{"footprint: binary", binaryLayout(b.manager)})
 	if allocs, err := initAllocs(ctx, b.manager); err == nil {
 		rows = append(rows, [2]string{"footprint: package initialisation", allocs})

@@ -303,7 +303,12 @@ func (b *bench) dir(name string) string {
 // operator starts an operator process against pl, its output kept in the
 // measurement's directory.
 func (b *bench) operator(pl *plane, name string, args ...string) (*testharness.Process, error) {
-	opts, err := testharness.ManagerOptions(b.manager, name, pl.kubeconfig, append([]string{"--release-version=" + benchVersion}, args...)...)
+	return b.operatorFrom(b.manager, pl, name, args...)
+}
+
+// operatorFrom is operator running the binary bin.
+func (b *bench) operatorFrom(bin string, pl *plane, name string, args ...string) (*testharness.Process, error) {
+	opts, err := testharness.ManagerOptions(bin, name, pl.kubeconfig, append([]string{"--release-version=" + benchVersion}, args...)...)
 	if err != nil {
 		return nil, err
 	}
