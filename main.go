@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +38,9 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "manifests" {
 		os.Exit(manifestsCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "audit" {
+		os.Exit(auditCommand(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -84,18 +86,13 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	// SIGTERM or SIGINT exits 1 at once (controller-runtime's handler).
 	hangup, stopHangup := signal.NotifyContext(ctrl.SetupSignalHandler(), syscall.SIGHUP)
 	defer stopHangup()
-	ctx, cancel := context.WithCancel(hangup)
-	defer cancel()
-	guard, err := featuregate.NewGuard(restConfig, guardOptions(cfg, cancel))
+	guard, err := featuregate.NewGuard(restConfig, guardOptions(cfg))
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(managerOptions(cfg, certs)))
+	mgr, err := guard.NewManager(managerOptions(cfg, certs))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := guard.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up FeatureGate guard: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
@@ -103,13 +100,14 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	if err := controllers.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
-	if err := mgr.Add(guard.AfterSnapshot(newApplier(cfg, mgr, guard))); err != nil {
+	// The guard's manager starts it once the snapshot is taken.
+	if err := mgr.Add(newApplier(cfg, mgr, guard)); err != nil {
 		return err
 	}
 
 	log := ctrl.Log.WithName("setup")
 	log.Info("Starting manager", "featureGate", cfg.FeatureGateName, "releaseVersion", cfg.ReleaseVersion)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(hangup); err != nil {
 		return err
 	}
 	reason, requested := guard.StopReason()
@@ -120,17 +118,17 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	return nil
 }
 
-func guardOptions(cfg *v1alpha1.OperatorConfig, cancel context.CancelFunc) featuregate.Options {
+func guardOptions(cfg *v1alpha1.OperatorConfig) featuregate.Options {
 	watched := make([]configv1.FeatureGateName, 0, len(cfg.WatchedGates))
 	for _, g := range cfg.WatchedGates {
 		watched = append(watched, configv1.FeatureGateName(g))
 	}
 	return featuregate.Options{
 		Name:                cfg.FeatureGateName,
+		File:                cfg.FeatureGateFile,
 		Version:             cfg.ReleaseVersion,
 		WatchedGates:        watched,
 		EventSource:         controllers.EventSource,
-		Cancel:              cancel,
 		BackoffCap:          cfg.InitialFetchBackoffCap.Duration,
 		InitialFetchTimeout: cfg.InitialFetchTimeout.Duration,
 		ResyncPeriod:        cfg.ResyncPeriod.Duration,
@@ -183,6 +181,7 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 		ReleaseVersion:    cfg.ReleaseVersion,
 		ResyncPeriod:      cfg.ResyncPeriod.Duration,
 		Parallelism:       8,
+		Log:               ctrl.Log.WithName("apply"),
 	}
 }
 

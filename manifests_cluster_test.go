@@ -9,6 +9,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/internal/testharness"
@@ -34,7 +35,21 @@ func TestManifestsCommandFromCluster(t *testing.T) {
 		t.Errorf("without a FeatureGate: exit %d, %s", code, errOut)
 	}
 
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.22.0", []string{"GateA"}, []string{"GateB"})))
+	// An upgrade's new version starts before its status entry exists: the
+	// operator is not ready then, and the command answers nothing either.
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.21.0", []string{"GateA"}, []string{"GateB"})))
+	code, _, errOut = runManifests(t, args...)
+	if code != 2 || !strings.Contains(errOut, "initial FeatureGate not read yet: FeatureGate cluster has no status.featureGates entry for version 4.22.0 yet") {
+		t.Errorf("without the version's entry: exit %d, %s", code, errOut)
+	}
+	fg := &configv1.FeatureGate{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, fg); err != nil {
+		t.Fatal(err)
+	}
+	fg.Status = controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.22.0", []string{"GateA"}, []string{"GateB"})).Status
+	if err := c.Status().Update(context.Background(), fg); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "2b4c4e5a-0f7c-4f4e-9d8e-0a1b2c3d4e5f"}}

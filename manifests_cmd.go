@@ -34,11 +34,10 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
 	featureSet := fs.String("feature-set", "", "Only these feature sets, comma separated (default: every known one), each with no gate enabled. Not with --feature-gate.")
 	featureGate := fs.String("feature-gate", "", "FeatureGate YAML or JSON file (like openshift/api payload-manifests/featuregates/*.yaml): its feature set and the enabled gates of its status entry for --release-version (the first entry without it).")
-	releaseVersion := fs.String("release-version", "", "Release version, e.g. 4.22.0: selects the FeatureGate status entry and the major version for release.openshift.io/major-version.")
-	profile := fs.String("cluster-profile", "", "Cluster profile (include.release.openshift.io/<profile>).")
+	filters := bindFilterFlags(fs)
+	releaseVersion := filters.releaseVersion
 	capabilities := fs.String("capabilities", "", "Enabled capabilities, comma separated (empty: none), against the capabilities openshift/api knows. Not with --cluster-version.")
 	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
-	excludeID := fs.String("exclude-identifier", "", "Exclude manifests annotated exclude.release.openshift.io/<identifier>: \"true\".")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live FeatureGate and ClusterVersion the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --feature-gate, --feature-set, --capabilities or --cluster-version.")
 	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
 	featureGateName := fs.String("feature-gate-name", "cluster", "With --from-cluster: the FeatureGate to read.")
@@ -78,16 +77,13 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
 	}
 
-	report := manifest.Report{Cluster: manifest.Cluster{Profile: *profile, ExcludeIdentifier: *excludeID}}
+	cluster, err := filters.cluster()
+	if err != nil {
+		return fail(err)
+	}
+	report := manifest.Report{Cluster: cluster}
 	if *featureSet != "" {
 		report.FeatureSets = strings.Split(*featureSet, ",")
-	}
-	if *releaseVersion != "" {
-		major, err := manifest.MajorVersion(*releaseVersion)
-		if err != nil {
-			return fail(fmt.Errorf("--release-version: %w", err))
-		}
-		report.Cluster.MajorVersion = &major
 	}
 	if *featureGate != "" {
 		f, err := readFeatureGateFile(*featureGate, *releaseVersion, stderr)
@@ -136,35 +132,81 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// filterFlags are the inclusion inputs that neither the FeatureGate nor the
+// ClusterVersion holds, bound alike by `manifests` and `audit`.
+type filterFlags struct {
+	releaseVersion, profile, excludeID *string
+}
+
+func bindFilterFlags(fs *flag.FlagSet) filterFlags {
+	return filterFlags{
+		releaseVersion: fs.String("release-version", "", "Release version, e.g. 4.22.0: selects the FeatureGate status entry and the major version for release.openshift.io/major-version."),
+		profile:        fs.String("cluster-profile", "", "Cluster profile (include.release.openshift.io/<profile>)."),
+		excludeID:      fs.String("exclude-identifier", "", "Exclude manifests annotated exclude.release.openshift.io/<identifier>: \"true\"."),
+	}
+}
+
+// cluster is the Cluster the flags describe: profile, exclude identifier
+// and the release's major version; no features, no capabilities.
+func (f filterFlags) cluster() (manifest.Cluster, error) {
+	c := manifest.Cluster{Profile: *f.profile, ExcludeIdentifier: *f.excludeID}
+	if *f.releaseVersion != "" {
+		major, err := manifest.MajorVersion(*f.releaseVersion)
+		if err != nil {
+			return c, fmt.Errorf("--release-version: %w", err)
+		}
+		c.MajorVersion = &major
+	}
+	return c, nil
+}
+
 // readCluster reads what the operator reads at start and before each run:
 // the FeatureGate, as a snapshot for releaseVersion (never assumed: an
 // error when it cannot be read), and the ClusterVersion's inputs.
 func readCluster(kubeconfig, featureGateName, releaseVersion string) (manifest.Features, controllers.Inputs, error) {
+	c, err := clusterClient(kubeconfig)
+	if err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
+	}
+	return readClusterFrom(c, "--from-cluster", featureGateName, releaseVersion)
+}
+
+// clusterClient is a client for kubeconfig (empty: $KUBECONFIG,
+// ~/.kube/config or in-cluster): config.openshift.io/v1 typed, any other
+// kind unstructured, mapped by discovery.
+func clusterClient(kubeconfig string) (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if cfg.QPS == 0 { // `audit` GETs every object of a payload, not 5 a second
+		cfg.QPS, cfg.Burst = 50, 100
 	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(configv1.Install(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
-	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// readClusterFrom is readCluster through reader, a cluster or what stands
+// for one; source prefixes the errors.
+func readClusterFrom(reader client.Reader, source, featureGateName, releaseVersion string) (manifest.Features, controllers.Inputs, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fg := &configv1.FeatureGate{}
-	if err := c.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: FeatureGate %s not read; no feature set assumed: %w", featureGateName, err)
+	if err := reader.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
+		return nil, controllers.Inputs{}, fmt.Errorf("%s: FeatureGate %s not read; no feature set assumed: %w", source, featureGateName, err)
 	}
-	snap, err := featuregate.New(fg, featuregate.View{Version: releaseVersion})
+	// Read as the operator reads it: without the release version's entry
+	// the operator is not ready, and the gates would be a guess.
+	snap, err := featuregate.Read(fg, releaseVersion)
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: FeatureGate %s: %w", featureGateName, err)
+		return nil, controllers.Inputs{}, fmt.Errorf("%s: initial FeatureGate not read yet: %w", source, err)
 	}
-	inputs, err := controllers.ReadInputs(ctx, c, "")
+	inputs, err := controllers.ReadInputs(ctx, reader, "")
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
+		return nil, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
 	}
 	return snap, inputs, nil
 }
@@ -176,6 +218,11 @@ func readObjectFile(path, kind string, obj interface{}) error {
 	if err != nil {
 		return err
 	}
+	return decodeObject(path, data, kind, obj)
+}
+
+// decodeObject is readObjectFile for data read from path.
+func decodeObject(path string, data []byte, kind string, obj interface{}) error {
 	var meta struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -192,32 +239,50 @@ func readObjectFile(path, kind string, obj interface{}) error {
 	return nil
 }
 
-// readFeatureGateFile reads the features of a FeatureGate file for version.
-// A payload's FeatureGate files are templates whose one status entry has an
-// empty version (filled in when the release is built): without an entry for
-// version, such an entry is used, and a note says so.
+// readFeatureGateFile reads the features of a FeatureGate file for version,
+// the way the operator reads the live one. Without a version, the file's one
+// status entry is used. A payload's FeatureGate files are templates whose
+// one status entry has an empty version (filled in when the release is
+// built): without an entry for version, such an entry stands for it, and a
+// note says so.
 func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Features, error) {
 	fg := &configv1.FeatureGate{}
 	if err := readObjectFile(path, "FeatureGate", fg); err != nil {
 		return nil, fmt.Errorf("--feature-gate %w", err)
 	}
-	f, err := manifest.FeaturesFromFeatureGate(fg, version)
-	if err != nil && version != "" {
-		if i := slices.IndexFunc(fg.Status.FeatureGates, func(d configv1.FeatureGateDetails) bool { return d.Version == "" }); i >= 0 {
-			template := fg.DeepCopy()
-			template.Status.FeatureGates = template.Status.FeatureGates[i : i+1]
-			if f, err = manifest.FeaturesFromFeatureGate(template, ""); err == nil {
-				fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, version)
+	entries := fg.Status.FeatureGates
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("--feature-gate %s: no status.featureGates entry: its gates would be a guess", path)
+	}
+	has := func(v string) bool {
+		return slices.ContainsFunc(entries, func(d configv1.FeatureGateDetails) bool { return d.Version == v })
+	}
+	switch {
+	case version == "" && len(entries) == 1:
+		version = entries[0].Version
+	case version != "" && !has(version) && has(""):
+		fg = fg.DeepCopy()
+		for i := range fg.Status.FeatureGates {
+			if fg.Status.FeatureGates[i].Version == "" {
+				fg.Status.FeatureGates[i].Version = version
 			}
 		}
+		fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, version)
 	}
+	if version == "" {
+		// An entry with an empty version is read like any other.
+		fg = fg.DeepCopy()
+		version = "template"
+		fg.Status.FeatureGates[0].Version = version
+	}
+	snap, err := featuregate.Read(fg, version)
 	if err != nil {
 		return nil, fmt.Errorf("--feature-gate %s: %w", path, err)
 	}
-	if name := f.FeatureSetName(); !slices.Contains(manifest.KnownFeatureSets(), name) {
+	if name := snap.FeatureSetName(); !slices.Contains(manifest.KnownFeatureSets(), name) {
 		return nil, fmt.Errorf("--feature-gate %s: spec.featureSet %q is not a known feature set (known: %s)", path, name, strings.Join(manifest.KnownFeatureSets(), ", "))
 	}
-	return f, nil
+	return snap, nil
 }
 
 // readClusterVersionFile returns the capabilities of a ClusterVersion file

@@ -242,7 +242,7 @@ func TestManifestsCommandBadInput(t *testing.T) {
 		{[]string{"--feature-gate", f("typo.yaml")}, []string{"--feature-gate", "typo.yaml", "featureSett"}},
 		{[]string{"--feature-gate", f("cv-as-fg.yaml")}, []string{"cv-as-fg.yaml", `kind "ClusterVersion"`, "want config.openshift.io/v1 FeatureGate"}},
 		{[]string{"--feature-gate", f("unknown-set.yaml")}, []string{"unknown-set.yaml", `spec.featureSet "TechPreview"`}},
-		{[]string{"--feature-gate", f("fg.yaml"), "--release-version", "4.9.0"}, []string{"fg.yaml", `version "4.9.0"`}},
+		{[]string{"--feature-gate", f("fg.yaml"), "--release-version", "4.9.0"}, []string{"fg.yaml", "no status.featureGates entry for version 4.9.0"}},
 		{[]string{"--release-version", "next"}, []string{"--release-version", `"next"`}},
 		{[]string{"--capabilities", "Console,Bogus"}, []string{"--capabilities", `"Bogus"`}},
 		{[]string{"--cluster-version", f("fg.yaml")}, []string{"--cluster-version", "fg.yaml", `kind "FeatureGate"`}},

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
@@ -18,15 +17,6 @@ import (
 // errStopped is an action not taken because a stop was requested: neither a
 // success nor a failure.
 var errStopped = errors.New("stop requested")
-
-// outcome is what one action did.
-type outcome struct {
-	// manifest is the one acted on, with its namespace as scoped.
-	manifest manifest.Manifest
-	// created: a create-only object was created; leftAlone: it existed.
-	created, leftAlone bool
-	deleted            bool
-}
 
 // act applies, creates or deletes the object of m as d decided. Every
 // request is preceded by a look at the stop, and ctx ends with it.
@@ -69,7 +59,7 @@ func (a *Applier) scoped(m manifest.Manifest) (*unstructured.Unstructured, error
 	case namespaced && ns == "":
 		return nil, fmt.Errorf("%s: metadata.namespace is required: %s is namespaced", m, gvk.Kind)
 	case !namespaced && ns != "":
-		ctrl.Log.WithName("apply").Info("Warning: namespace dropped from a cluster-scoped object",
+		a.log().Info("Namespace dropped from a cluster-scoped object",
 			"manifest", m.String(), "kind", gvk.Kind, "namespace", ns)
 		obj.SetNamespace("")
 	}

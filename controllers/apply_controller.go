@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-logr/logr"
 	"math"
 	"runtime/debug"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/eventnote"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -41,14 +43,6 @@ const ForceAnnotation = "featuregate-operator.io/force-ownership"
 // --rbac` derives it from the payload itself (config/payload/role.yaml), so
 // the operator may write exactly the objects it ships and nothing else.
 
-// FeatureGate is what the Applier needs of the featuregate.Guard: the
-// snapshot it acts on, the last look before each action, and the stop.
-type FeatureGate interface {
-	Snapshot() (featuregate.Snapshot, bool)
-	Current(ctx context.Context) (bool, error)
-	StopRequested() <-chan struct{}
-}
-
 // Applier applies, with server-side apply, the manifests of a directory that
 // the startup snapshot includes, deletes those marked for deletion, and
 // reports the outcome on a ClusterOperator. It is level-triggered: every
@@ -65,8 +59,10 @@ type Applier struct {
 	Reader client.Reader
 	// Mapper tells cluster-scoped kinds from namespaced ones; nil: the
 	// Client's.
-	Mapper      meta.RESTMapper
-	FeatureGate FeatureGate
+	Mapper meta.RESTMapper
+	// FeatureGate is the guard: the snapshot the Applier acts on, the last
+	// look before each run level, and the stop.
+	FeatureGate featuregate.Gates
 	Recorder    events.EventRecorder
 	Status      *StatusReporter
 	// Cache, when set, watches the ClusterOperator to restore it at once.
@@ -87,40 +83,49 @@ type Applier struct {
 	ResyncPeriod time.Duration
 	// Parallelism bounds concurrent requests within a run level.
 	Parallelism int
+	// Log is where the Applier logs; controller-runtime's, named "apply",
+	// when unset.
+	Log logr.Logger
 
 	mu   sync.Mutex
 	last *lastRun
 	poke chan struct{}
 }
 
-// lastRun is what the ClusterOperator is restored from between runs.
-type lastRun struct {
-	snap   featuregate.Snapshot
-	status runStatus
+func (a *Applier) log() logr.Logger {
+	if a.Log.GetSink() == nil {
+		return ctrl.Log.WithName("apply")
+	}
+	return a.Log
 }
 
 // NeedLeaderElection is true: one replica applies.
 func (a *Applier) NeedLeaderElection() bool { return true }
 
-// Start applies until ctx ends or a stop is requested. Wrap it in
-// Guard.AfterSnapshot.
+// Start applies until ctx ends or a stop is requested. Add it to the guard's
+// manager, which starts it once the snapshot is taken.
 func (a *Applier) Start(ctx context.Context) error {
-	log := ctrl.Log.WithName("apply")
+	log := a.log()
 	snap, ok := a.FeatureGate.Snapshot()
 	if !ok {
 		return errors.New("applier started without a snapshot")
 	}
 	if name := snap.FeatureSetName(); !knownFeatureSet(name) {
-		log.Info("Warning: unknown feature set; upgrades are blocked", "featureSet", name)
+		log.Info("Unknown feature set; upgrades are blocked", "featureSet", name)
 		if a.Recorder != nil && a.Status != nil {
 			ref := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: a.Status.Name}}
 			ref.SetGroupVersionKind(configv1.GroupVersion.WithKind("ClusterOperator"))
 			a.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonUnknownFeatureSet, "Snapshot", "%s",
-				featuregate.BoundNote(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
+				eventnote.Bound(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
 		}
 	}
 	if err := a.watchStatus(ctx); err != nil {
 		return err
+	}
+	if a.Status != nil {
+		if err := a.Status.Starting(ctx); err != nil {
+			log.Error(err, "ClusterOperator status not reported")
+		}
 	}
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
 	for {
@@ -163,7 +168,7 @@ func (a *Applier) wait(ctx context.Context, snap featuregate.Snapshot, delay tim
 		case <-ctx.Done():
 			return false
 		case <-a.FeatureGate.StopRequested():
-			ctrl.Log.WithName("apply").Info("Stop requested; no more manifests are applied")
+			a.log().Info("Stop requested; no more manifests are applied")
 			return false
 		case <-a.pokes():
 			a.restoreStatus(ctx)
@@ -171,32 +176,6 @@ func (a *Applier) wait(ctx context.Context, snap featuregate.Snapshot, delay tim
 			return true
 		}
 	}
-}
-
-// Run is the outcome of one pass over the directory.
-type Run struct {
-	// Applied are the manifests applied, or created when create-only, with
-	// the namespace the server's scope gave them.
-	Applied []manifest.Manifest
-	// Created counts the create-only objects created by this run;
-	// CreateOnlyLeft those that existed and were left alone.
-	Created, CreateOnlyLeft int
-	// Deleted are the manifests marked for deletion whose objects are now
-	// deleted (or being deleted, or already gone).
-	Deleted []manifest.Manifest
-	Failed  []error
-	// Invalid are the files and documents that could not be read, and the
-	// duplicates.
-	Invalid  []error
-	Excluded int
-	// Skipped are the directory entries that are not manifests.
-	Skipped []manifest.Skipped
-	// Inputs are the cluster's inclusion inputs this run decided with.
-	Inputs   Inputs
-	Duration time.Duration
-	// Aborted is set when a stop was requested, the FeatureGate no longer
-	// matches the snapshot, or ctx ended, before the run finished.
-	Aborted bool
 }
 
 // Apply makes one pass: read the directory and the cluster's inputs,
@@ -221,7 +200,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	}
 	run.Invalid, run.Skipped = payload.Errors, payload.Skipped
 	for _, s := range payload.Skipped {
-		ctrl.Log.WithName("apply").Info("Manifest directory entry skipped", "entry", s.Name, "reason", s.Reason)
+		a.log().Info("Manifest directory entry skipped", "entry", s.Name, "reason", s.Reason)
 	}
 	inputs, err := a.readInputs(ctx)
 	if err != nil {
@@ -249,6 +228,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 		case d.Included || d.Delete:
 			work = append(work, m)
 			decided[m.Object] = d
+		case d.Invalid: // reported by Decide
 		default:
 			run.Excluded++
 		}
@@ -282,32 +262,13 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	return run
 }
 
-// add counts the outcome of one action.
-func (r *Run) add(o outcome, err error) {
-	switch {
-	case errors.Is(err, errStopped):
-	case err != nil:
-		r.Failed = append(r.Failed, err)
-	case o.deleted:
-		r.Deleted = append(r.Deleted, o.manifest)
-	default:
-		r.Applied = append(r.Applied, o.manifest)
-		if o.created {
-			r.Created++
-		}
-		if o.leftAlone {
-			r.CreateOnlyLeft++
-		}
-	}
-}
-
 // halted is true once nothing more may be sent: ctx ended or a stop was
 // requested.
 func (a *Applier) halted(ctx context.Context) bool {
 	return ctx.Err() != nil || stopped(a.FeatureGate)
 }
 
-func stopped(fg FeatureGate) bool {
+func stopped(fg featuregate.Gates) bool {
 	select {
 	case <-fg.StopRequested():
 		return true
@@ -317,18 +278,25 @@ func stopped(fg FeatureGate) bool {
 }
 
 // stillCurrent is the last look before a run level: the snapshot still
-// holds, and nobody asked for a stop. When that cannot be told, nothing is
-// applied.
+// holds, and nobody asked for a stop. The guard cannot vouch for it while
+// it re-reads the FeatureGate (after a watch ends, or API trouble): that is
+// waited out for up to currentWait, and nothing is applied meanwhile.
 func (a *Applier) stillCurrent(ctx context.Context) bool {
-	if a.halted(ctx) {
-		return false
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, currentWait, true, func(ctx context.Context) (bool, error) {
+		if a.halted(ctx) {
+			return false, errStopped
+		}
+		return a.FeatureGate.Current(), nil
+	})
+	if err != nil && !a.halted(ctx) {
+		a.log().Info("FeatureGate view not current; not applying", "waited", currentWait.String())
 	}
-	current, err := a.FeatureGate.Current(ctx)
-	if err != nil {
-		ctrl.Log.WithName("apply").Error(err, "FeatureGate not checked; not applying")
-	}
-	return current
+	return err == nil
 }
+
+// currentWait is how long a run level waits for the guard to vouch for the
+// snapshot again: a re-read takes a round trip or two.
+const currentWait = 5 * time.Second
 
 // record publishes a run: metrics, Events for failures, ClusterOperator.
 func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run) {
@@ -339,12 +307,12 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	Manifests.WithLabelValues("excluded").Set(float64(run.Excluded))
 	Manifests.WithLabelValues("skipped").Set(float64(len(run.Skipped)))
 	LastApplyDuration.Set(run.Duration.Seconds())
-	log := ctrl.Log.WithName("apply")
+	log := a.log()
 	for _, err := range run.Invalid {
-		log.Error(err, "invalid manifest")
+		log.Error(err, "Manifest invalid")
 	}
 	for _, err := range run.Failed {
-		log.Error(err, "manifest not applied")
+		log.Error(err, "Manifest not applied")
 	}
 	if a.Status == nil {
 		return
@@ -359,7 +327,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	}
 	if a.Recorder != nil {
 		for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
-			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", featuregate.BoundNote(err.Error()))
+			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", eventnote.Bound(err.Error()))
 		}
 	}
 }

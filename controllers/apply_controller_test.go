@@ -68,16 +68,16 @@ func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.Defaults().Name}}
 	fg.Spec.FeatureSet = set
 	g.Expect(c.Create(ctx, fg)).To(Succeed())
 
 	mgrCtx, stop := context.WithCancel(ctx)
 	guard, err := featuregate.NewGuard(cp.Config, featuregate.Options{
-		EventSource: EventSource, Cancel: stop, Registry: prometheus.NewRegistry(),
+		EventSource: EventSource, Registry: prometheus.NewRegistry(),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{
+	mgr, err := guard.NewManager(ctrl.Options{
 		Scheme:                 controlplane.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -85,16 +85,15 @@ func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&configv1.ClusterOperator{}: {Field: fields.OneTermEqualSelector("metadata.name", "featuregate-operator")},
 		}},
-	}))
+	})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(guard.SetupWithManager(mgr)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
 	t.Cleanup(func() {
 		stop()
 		g.Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
 	})
-	g.Eventually(guard.Taken()).WithTimeout(time.Minute).Should(BeClosed())
+	g.Eventually(guard.Current).WithTimeout(time.Minute).Should(BeTrue())
 	return &env{c: c, ctx: ctx, guard: guard, mgr: mgr}
 }
 
@@ -112,7 +111,7 @@ func newApplier(c client.Client, guard *featuregate.Guard, dir string) *Applier 
 		Client:      c,
 		Reader:      c,
 		FeatureGate: guard,
-		Status:      &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.DefaultName},
+		Status:      &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.Defaults().Name},
 		Dir:         dir, ResyncPeriod: time.Second, Parallelism: 4,
 	}
 }
@@ -259,7 +258,7 @@ func TestApplierCorrectsDriftAndStopsOnChange(t *testing.T) {
 // toTechPreview patches FeatureGate/cluster, as kubectl patch would.
 func toTechPreview(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
-	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.DefaultName}}
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.Defaults().Name}}
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"featureSet":"TechPreviewNoUpgrade"}}`))
 	NewWithT(t).Expect(c.Patch(ctx, fg, patch)).To(Succeed())
 }
@@ -324,7 +323,7 @@ func TestUpgradeableByFeatureSet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.set), func(t *testing.T) {
 			g := NewWithT(t)
-			snap, err := featuregate.New(&configv1.FeatureGate{Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: tt.set}}}, featuregate.View{})
+			snap, err := featuregate.Read(&configv1.FeatureGate{Spec: configv1.FeatureGateSpec{FeatureGateSelection: configv1.FeatureGateSelection{FeatureSet: tt.set}}}, "")
 			g.Expect(err).NotTo(HaveOccurred())
 			status, reason, _ := upgradeable(snap)
 			g.Expect(status).To(Equal(tt.status))

@@ -31,6 +31,7 @@ const (
 	ReasonRetrying            = "RetryingFailedManifests"
 	ReasonFeatureSetNoUpgrade = "FeatureSetNoUpgrade"
 	ReasonUnknownFeatureSet   = "UnknownFeatureSet"
+	ReasonUpgrading           = "Upgrading"
 )
 
 // StatusReporter writes the operator's status the way OpenShift operators
@@ -52,22 +53,42 @@ func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, 
 	return s.report(ctx, snap, run.runStatus())
 }
 
-// runStatus is what the ClusterOperator reports of a run: counts and names,
-// not the run's objects, so that it is cheap to keep between runs.
-type runStatus struct {
-	applied, createOnlyLeft, deleted, failed int
-	problems                                 []string // invalid, then failed
-	namespaces                               []string
-	capabilityFilter                         string
+// Starting says, before the first run, that this process moves the
+// ClusterOperator to a new version (OpenShift's upgrade monitors expect
+// Progressing=True during the move); Available and the rest are left as
+// they are until the run reports. Nothing is written when the version
+// reported is this one's, or none.
+func (s *StatusReporter) Starting(ctx context.Context) error {
+	if s.Version == "" {
+		return nil
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		co := &configv1.ClusterOperator{}
+		if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.Name}, co); err != nil {
+			return client.IgnoreNotFound(err) // the first run creates it
+		}
+		from := operatorVersion(co.Status)
+		if from == "" || from == s.Version {
+			return nil
+		}
+		setCondition(&co.Status, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
+			fmt.Sprintf("Moving from version %s to %s: applying the payload", from, s.Version))
+		return s.Client.Status().Update(ctx, co)
+	})
+	if err != nil {
+		return fmt.Errorf("ClusterOperator %s: %w", s.Name, err)
+	}
+	return nil
 }
 
-func (r Run) runStatus() runStatus {
-	o := runStatus{applied: len(r.Applied), createOnlyLeft: r.CreateOnlyLeft, deleted: len(r.Deleted), failed: len(r.Failed),
-		namespaces: appliedNamespaces(r.Applied), capabilityFilter: r.Inputs.Filter()}
-	for _, err := range append(append([]error{}, r.Invalid...), r.Failed...) {
-		o.problems = append(o.problems, err.Error())
+// operatorVersion is the version status.versions reports for "operator".
+func operatorVersion(st configv1.ClusterOperatorStatus) string {
+	for _, v := range st.Versions {
+		if v.Name == "operator" {
+			return v.Version
+		}
 	}
-	return o
+	return ""
 }
 
 func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, run runStatus) (*configv1.ClusterOperator, error) {
@@ -113,17 +134,26 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	} else {
 		setCondition(st, configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
-	if run.failed > 0 {
+	// The version moves once a run at it has applied everything: until
+	// then the old one is reported, and Progressing says why.
+	from := operatorVersion(*st)
+	upgrading := s.Version != "" && from != "" && from != s.Version
+	switch {
+	case run.failed > 0 && upgrading:
+		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
+			fmt.Sprintf("Moving from version %s to %s: %d of %d included manifests applied; retrying the others", from, s.Version, run.applied, run.applied+run.failed))
+	case run.failed > 0:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonRetrying,
 			fmt.Sprintf("%d of %d included manifests applied; retrying the others", run.applied, run.applied+run.failed))
-	} else {
+	default:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
 	status, reason, message := upgradeable(snap)
 	setCondition(st, configv1.OperatorUpgradeable, status, reason, message)
 
-	st.Versions = nil
-	if s.Version != "" {
+	if s.Version == "" {
+		st.Versions = nil
+	} else if !upgrading || run.failed == 0 {
 		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
 	}
 	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}

@@ -7,7 +7,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
@@ -49,7 +48,7 @@ func (a *Applier) watchStatus(ctx context.Context) error {
 	syncCtx, cancel := context.WithTimeout(ctx, statusSyncTimeout)
 	defer cancel()
 	if !toolscache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) && ctx.Err() == nil {
-		ctrl.Log.WithName("apply").Info("Warning: ClusterOperator watch not synced; it is restored at resync only",
+		a.log().Info("ClusterOperator watch not synced; it is restored at resync only",
 			"clusterOperator", a.Status.Name, "timeout", statusSyncTimeout.String())
 	}
 	return nil
@@ -85,6 +84,6 @@ func (a *Applier) restoreStatus(ctx context.Context) {
 		return
 	}
 	if _, err := a.Status.report(ctx, last.snap, last.status); err != nil {
-		ctrl.Log.WithName("apply").Error(err, "ClusterOperator status not restored")
+		a.log().Error(err, "ClusterOperator status not restored")
 	}
 }

@@ -14,17 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/testharness"
-	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
 )
-
-// stoppable is the guard with a stop the test requests.
-type stoppable struct {
-	*featuregate.Guard
-	stop chan struct{}
-}
-
-func (s stoppable) Current(context.Context) (bool, error) { return true, nil }
-func (s stoppable) StopRequested() <-chan struct{}        { return s.stop }
 
 // recordingClient records when each apply request starts, and holds the
 // one named hold until its context ends.
@@ -65,15 +56,16 @@ func TestApplyNothingAfterStop(t *testing.T) {
 		"0000_20_c.yaml":      configMap("later-level"),
 	})
 	rc := &recordingClient{Client: c, hold: "held", holding: make(chan struct{})}
-	fg := stoppable{Guard: guard, stop: make(chan struct{})}
+	fg := featuregatetest.New(configv1.Default)
 	a := newApplier(c, guard, dir)
 	a.Client, a.FeatureGate, a.Parallelism = rc, fg, 1
 
 	result := make(chan Run, 1)
-	go func() { result <- a.Apply(ctx, snapshotOf(t, guard)) }()
+	snap, _ := fg.Snapshot()
+	go func() { result <- a.Apply(ctx, snap) }()
 	g.Eventually(rc.holding).WithTimeout(30 * time.Second).Should(BeClosed())
 	stopAt := time.Now()
-	close(fg.stop)
+	fg.Change("feature set changed from Default to TechPreviewNoUpgrade")
 	var run Run
 	g.Eventually(result).WithTimeout(30 * time.Second).Should(Receive(&run))
 

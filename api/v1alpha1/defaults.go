@@ -21,17 +21,24 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
-// Default values of OperatorConfig fields.
+// Default values of OperatorConfig fields that configure the FeatureGate
+// guard: the guard's own defaults, defined there once.
+var (
+	DefaultFeatureGateName        = featuregate.Defaults().Name
+	DefaultResyncPeriod           = featuregate.Defaults().ResyncPeriod
+	DefaultInitialFetchBackoffCap = featuregate.Defaults().BackoffCap
+	DefaultCacheSyncTimeout       = featuregate.Defaults().CacheSyncTimeout
+)
+
+// Default values of the other OperatorConfig fields.
 const (
-	DefaultFeatureGateName          = "cluster"
 	DefaultClusterOperatorName      = "featuregate-operator"
-	DefaultResyncPeriod             = 3 * time.Minute
 	DefaultGracefulShutdownTimeout  = 30 * time.Second
-	DefaultInitialFetchBackoffCap   = 2 * time.Second
 	DefaultInitialFetchTimeout      = time.Duration(0) // forever
-	DefaultCacheSyncTimeout         = 2 * time.Minute
 	DefaultLeaderElect              = false
 	DefaultLeaderElectionResourceID = "featuregate-operator.featuregate-operator.io"
 	DefaultLeaseDuration            = 137 * time.Second

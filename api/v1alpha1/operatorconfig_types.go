@@ -39,6 +39,13 @@ type OperatorConfig struct {
 	// +optional
 	FeatureGateName string `json:"featureGateName,omitempty"`
 
+	// featureGateFile, when set, is read instead of the API: a file holding
+	// the FeatureGate as YAML or JSON, as a ConfigMap volume presents it
+	// (HyperShift renders it so; MicroShift serves no FeatureGate API). It
+	// is read and followed with the same discipline as the API object.
+	// +optional
+	FeatureGateFile string `json:"featureGateFile,omitempty"`
+
 	// releaseVersion is the release (payload) version this operator belongs
 	// to; the feature gates are read for this version and it is reported in
 	// the ClusterOperator status. Empty: not known.

@@ -1,39 +1,93 @@
-// Command consumer is the smallest operator that adopts the FeatureGate
-// guard: it is not ready until it has read the cluster's FeatureGate, and
-// exits 0 for a restart as soon as the FeatureGate differs from what it read.
+// Command consumer is an operator written the kubebuilder way that adopts
+// the FeatureGate guard: it records, in every ConfigMap labelled app=consumer
+// in its namespace, the feature set and whether the gate it consumes is
+// enabled. It is not ready until it has read the cluster's FeatureGate, acts
+// only while the guard vouches for that read, and exits 0 for a restart as
+// soon as the FeatureGate differs from it.
 package main
 
 import (
-	"context"
 	"flag"
-	"log"
+	"os"
+	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
+// flags are the command line; --kubeconfig is controller-runtime's own.
+type flags struct {
+	probeAddr, version, namespace, gate string
+	resync, cacheSyncTimeout            time.Duration
+}
+
 func main() {
-	probe := flag.String("health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
-	version := flag.String("release-version", "", "Release version whose status.featureGates entry is read.")
+	var f flags
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	flag.StringVar(&f.version, "release-version", "", "Release version whose status.featureGates entry is read.")
+	flag.StringVar(&f.namespace, "namespace", "default", "Namespace of the ConfigMaps labelled app=consumer.")
+	flag.DurationVar(&f.resync, "resync", time.Minute, "How often each ConfigMap is reconciled again.")
+	flag.StringVar(&f.gate, "gate", "GateA", "The feature gate this operator consumes.")
+	flag.DurationVar(&f.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller may wait for its cache to sync.")
+	// JSON (not kubebuilder's development console): the keys are the story.
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New())
-	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
-	defer cancel()
-	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{Version: *version, EventSource: "consumer", Cancel: cancel})
-	if err != nil {
-		log.Fatal(err)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := run(f); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "Stopped with an error")
+		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{HealthProbeBindAddress: *probe, Metrics: metricsserver.Options{BindAddress: "0"}}))
+}
+
+// run returns nil after a requested stop (the FeatureGate changed) or a
+// signal, so that the process exits 0 and its restart reads the new value.
+func run(f flags) error {
+	ctx := ctrl.SetupSignalHandler()
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{Version: f.version, EventSource: "consumer"})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	if err := guard.SetupWithManager(mgr); err != nil {
-		log.Fatal(err)
+	mgr, err := guard.NewManager(ctrl.Options{
+		// Only this operator's own ConfigMaps are cached.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Label:      labels.SelectorFromSet(labels.Set{appLabel: appName}),
+			Namespaces: map[string]cache.Config{f.namespace: {}},
+		}}},
+		Controller:             config.Controller{CacheSyncTimeout: f.cacheSyncTimeout},
+		HealthProbeBindAddress: f.probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	r := &ConfigMapReconciler{Client: mgr.GetClient(), Gates: guard, Gate: configv1.FeatureGateName(f.gate), Resync: f.resync}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
 	}
 	if err := mgr.Start(ctx); err != nil {
-		log.Fatal(err)
+		return err
 	}
+	reason, requested := guard.StopReason()
+	if !requested {
+		reason = "signal"
+	}
+	ctrl.Log.WithName("setup").Info("Stopped", "reason", reason)
+	return nil
 }

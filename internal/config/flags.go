@@ -35,6 +35,7 @@ const FlagConfig = "config"
 // Names of the flags that override OperatorConfig fields.
 const (
 	FlagFeatureGateName         = "feature-gate-name"
+	FlagFeatureGateFile         = "feature-gate-file"
 	FlagReleaseVersion          = "release-version"
 	FlagWatchedGates            = "watched-gates"
 	FlagManifestsDir            = "manifests-dir"
@@ -71,6 +72,8 @@ type flagSpec struct {
 var flagSpecs = []flagSpec{
 	{FlagFeatureGateName, "featureGateName", "Name of the cluster-scoped FeatureGate to read and watch.",
 		func(c *v1alpha1.OperatorConfig) any { return &c.FeatureGateName }},
+	{FlagFeatureGateFile, "featureGateFile", "File holding the FeatureGate (YAML or JSON, e.g. a mounted ConfigMap), read instead of the API (empty: the API).",
+		func(c *v1alpha1.OperatorConfig) any { return &c.FeatureGateFile }},
 	{FlagReleaseVersion, "releaseVersion", "Release version this operator belongs to; feature gates are read for it.",
 		func(c *v1alpha1.OperatorConfig) any { return &c.ReleaseVersion }},
 	{FlagWatchedGates, "watchedGates", "Comma-separated `list` of feature gates whose change restarts the operator (empty: all).",

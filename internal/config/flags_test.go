@@ -48,7 +48,7 @@ func complete(t *testing.T, args ...string) (*v1alpha1.OperatorConfig, error) {
 func TestFlagNames(t *testing.T) {
 	want := []string{
 		"config",
-		"feature-gate-name", "release-version", "watched-gates", "manifests-dir", "cluster-profile",
+		"feature-gate-name", "feature-gate-file", "release-version", "watched-gates", "manifests-dir", "cluster-profile",
 		"cluster-operator-name", "resync-period", "graceful-shutdown-timeout", "initial-fetch-backoff-cap",
 		"initial-fetch-timeout", "cache-sync-timeout", "leader-elect", "leader-election-namespace",
 		"leader-election-id", "leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period",
@@ -140,6 +140,7 @@ func TestEveryFlagSetsItsField(t *testing.T) {
 		want any // as in the JSON form
 	}{
 		FlagFeatureGateName:         {"other", "other"},
+		FlagFeatureGateFile:         {"/etc/featuregate/featuregate.yaml", "/etc/featuregate/featuregate.yaml"},
 		FlagReleaseVersion:          {"4.18.1", "4.18.1"},
 		FlagWatchedGates:            {"A, B", []any{"A", "B"}},
 		FlagManifestsDir:            {"/m", "/m"},

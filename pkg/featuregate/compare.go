@@ -7,49 +7,53 @@ import (
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // comparison is the one place where a live FeatureGate is held against the
-// startup snapshot and a difference acted on: the reconciler, the outage
-// verifier and Guard.Current all come here.
+// startup snapshot and a difference acted on: the FeatureGate controller and
+// the monitor both come here.
 type comparison struct {
-	startup  *startup
-	stopper  *stopper
-	events   eventWriter
-	metrics  metrics
-	onChange func(Change)
-	log      logr.Logger
+	startup *startup
+	stopper *stopper
+	version string
+	watched sets.Set[configv1.FeatureGateName]
+	events  eventWriter
+	metrics metrics
+	log     logr.Logger
 }
 
 // compare builds the live view the way the snapshot was built and, when they
-// differ, logs the difference, records a Warning Event on the FeatureGate,
-// counts it and asks for a shutdown. Before the snapshot there is nothing to
+// differ, asks for a shutdown, logs the difference, records a Warning Event
+// on the FeatureGate and counts it. Before the snapshot there is nothing to
 // compare with, and nothing is reported.
-func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, detectedBy string) (changed bool, err error) {
+func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, detectedBy string) bool {
 	snapshot, ok := c.startup.Snapshot()
 	if !ok {
-		return false, nil
+		return false
 	}
-	live, err := New(fg, c.startup.view)
-	if err != nil {
-		return false, err
+	d := diff(snapshot, build(fg, c.version), c.watched)
+	if len(d) == 0 {
+		return false
 	}
-	diff := Diff(snapshot, live)
-	if len(diff) == 0 {
-		return false, nil
+	reason := strings.Join(d, "; ")
+	// Stop first: work that acts on the snapshot must not go on while the
+	// change is being reported.
+	first := c.stopper.Stop(reason)
+	if !first {
+		return true // reported by whoever saw it first
 	}
-	reason := strings.Join(diff, "; ")
-	// Stop first: work that acts on the snapshot (an applier between two
-	// requests) must not go on while the change is being reported.
-	c.stopper.Stop(reason)
-	c.log.Info("FeatureGate changed; requesting shutdown", "featureGate", fg.Name, "diff", diff, "detectedBy", detectedBy,
-		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
-	if err := c.events.record(ctx, fg, corev1.EventTypeWarning, ReasonFeatureGateChanged, "Compare", reason+"; requesting shutdown"); err != nil {
-		c.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", ReasonFeatureGateChanged)
+	c.log.Info("FeatureGate changed; requesting shutdown", "featureGate", fg.Name, "diff", d, "detectedBy", detectedBy,
+		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", build(fg, c.version).FeatureSetName())
+	if err := c.events.record(ctx, fg, corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown"); err != nil {
+		c.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", reasonFeatureGateChanged)
 	}
 	c.metrics.shutdownRequests.Inc()
-	if c.onChange != nil {
-		c.onChange(Change{Diff: diff, DetectedBy: detectedBy, Startup: snapshot, Live: live})
-	}
-	return true, nil
+	return true
+}
+
+// stopped reports whether a stop was requested.
+func (c *comparison) stopped() bool {
+	_, ok := c.stopper.Reason()
+	return ok
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // reconciler compares the live FeatureGate with the startup snapshot. The
@@ -31,7 +31,6 @@ type reconciler struct {
 	reader     client.Reader
 	name       string
 	comparison *comparison
-	events     eventWriter
 	resync     time.Duration
 	log        logr.Logger
 }
@@ -54,42 +53,25 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.log.Info("FeatureGate deleted; keeping the startup snapshot", "featureGate", req.Name, "startupFeatureSet", snapshot.FeatureSetName())
 		note := fmt.Sprintf("FeatureGate %s was deleted; keeping startup feature set %s", req.Name, snapshot.FeatureSetName())
 		gone := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: req.Name}}
-		if err := r.events.record(ctx, gone, corev1.EventTypeWarning, ReasonFeatureGateDeleted, "Compare", note); err != nil {
-			r.log.Error(err, "Event not recorded", "featureGate", req.Name, "reason", ReasonFeatureGateDeleted)
+		if err := r.comparison.events.record(ctx, gone, corev1.EventTypeWarning, reasonFeatureGateDeleted, "Compare", note); err != nil {
+			r.log.Error(err, "Event not recorded", "featureGate", req.Name, "reason", reasonFeatureGateDeleted)
 		}
 		return reconcile.Result{RequeueAfter: r.resync}, nil
 	}
-	changed, err := r.comparison.compare(ctx, fg, "reconcile")
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("FeatureGate %s: %w", req.Name, err)
-	}
-	if changed {
+	if r.comparison.compare(ctx, fg, "reconcile") {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: r.resync}, nil
 }
 
-// current is Guard.Current: the last look before acting.
-func (r *reconciler) current(ctx context.Context) (bool, error) {
-	fg := &configv1.FeatureGate{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Name: r.name}, fg); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil // the snapshot is all there is; keep it
-		}
-		return false, fmt.Errorf("get FeatureGate %s: %w", r.name, err)
-	}
-	changed, err := r.comparison.compare(ctx, fg, "check")
-	return !changed && err == nil, err
-}
-
 // controller is the reconciler's controller, to be started behind the
 // snapshot: a long API outage at start must not run out its cache-sync
 // timeout. It runs on every replica, leader or not.
-func (r *reconciler) controller(mgr manager.Manager, cacheSyncTimeout time.Duration) (controller.Controller, error) {
+func (r *reconciler) controller(mgr manager.Manager) (controller.Controller, error) {
 	c, err := controller.NewUnmanaged("featuregate", controller.Options{
 		Reconciler:         r,
 		NeedLeaderElection: ptr.To(false),
-		CacheSyncTimeout:   cacheSyncTimeout,
+		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
 		Logger:             r.log,
 		SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation,
 	})
@@ -98,13 +80,13 @@ func (r *reconciler) controller(mgr manager.Manager, cacheSyncTimeout time.Durat
 	}
 	// Every update counts, status-only ones included: the gate lists live in
 	// status, so no GenerationChangedPredicate here.
-	if err := c.Watch(source.Kind(mgr.GetCache(), &configv1.FeatureGate{}, &handler.TypedEnqueueRequestForObject[*configv1.FeatureGate]{})); err != nil {
+	if err := c.Watch(crsource.Kind(mgr.GetCache(), &configv1.FeatureGate{}, &handler.TypedEnqueueRequestForObject[*configv1.FeatureGate]{})); err != nil {
 		return nil, err
 	}
 	// One reconcile whatever the first list holds: a FeatureGate deleted
 	// between the snapshot and the cache sync gives the watch no event, and
 	// would otherwise go unreported, with no resync started.
-	if err := c.Watch(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	if err := c.Watch(crsource.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: r.name}})
 		return nil
 	})); err != nil {

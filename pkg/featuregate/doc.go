@@ -1,23 +1,37 @@
 // Package featuregate gives a controller-runtime operator the OpenShift
 // FeatureGate discipline: read the cluster's feature configuration at
-// start, never guess it, and restart when it changes.
+// start, never guess it, never act on it once it cannot be vouched for, and
+// restart when it changes.
 //
-// A Guard does all of it. Before the initial read succeeds the process is
-// alive but not ready (the readiness check CheckName says why); the read is
-// retried with capped backoff, whatever the error, because a FeatureGate
-// that could not be read is no feature set at all. Once read, the startup
-// Snapshot is frozen. Every reconcile of the FeatureGate compares the live
-// object with it (level-triggered: the first reconcile after the cache syncs
-// is such a comparison too, and so is every resync), and so does a live read
-// after any failed request or watch, so that a change made during an API
-// outage is seen as soon as the API answers. Any difference is logged,
-// recorded as a FeatureGateChanged Event, and ends the manager gracefully:
-// the process exits 0 and its restart reads the new value.
+// A Guard does all of it. NewGuard, then Guard.NewManager in place of
+// ctrl.NewManager; the rest of the operator is written the kubebuilder way
+// (ctrl.NewControllerManagedBy(mgr), its own cached types, field indexes),
+// and starts once the startup snapshot is taken. Before the initial read
+// succeeds the process is alive but not ready (/readyz/featuregate, the
+// check CheckName, says why); the read is retried whatever the error,
+// because a FeatureGate that could not be read is no feature set at all.
+// Once read, the snapshot is frozen.
 //
-// Wiring takes NewGuard before the manager, ManagerOptions and RESTConfig
-// for it, and SetupWithManager after; see the example. What acts on the
-// snapshot starts through AfterSnapshot, asks Enabled, and checks Current
-// before each action.
+// After that the guard keeps checking, level-triggered: every reconcile of
+// its FeatureGate controller compares the live object with the snapshot,
+// and a monitor reads it live and follows it (a watch from that read, or
+// the file) so that a change made during or just after an API outage is
+// seen as soon as it can be read. Any difference is logged (key diff,
+// detectedBy "reconcile" or "verify"), recorded as a FeatureGateChanged
+// Event, and ends the manager gracefully: Start returns nil, the process
+// exits 0, and its restart reads the new value.
+//
+// Code that acts on the feature set depends on the Gates interface: it asks
+// Enabled, and checks Current before each action. Current is false whenever
+// the guard cannot vouch that the snapshot still holds (before it is taken,
+// while the API is in trouble, once a stop is requested); the answer then
+// is to requeue, never to act. Unit tests give such code a
+// featuregatetest.Gates instead of the guard.
+//
+// Options.File reads the FeatureGate from a file (HyperShift renders it into
+// a ConfigMap volume; MicroShift has no FeatureGate API) with the same
+// discipline. Read is the one reader of a FeatureGate, for tools that answer
+// for a cluster the way the guard would.
 //
 // The guard needs RBAC to get, list and watch featuregates
 // (config.openshift.io) and to create events (events.k8s.io).

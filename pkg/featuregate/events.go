@@ -5,40 +5,22 @@ import (
 	"fmt"
 	"os"
 	"time"
-	"unicode/utf8"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/internal/eventnote"
 )
 
 // Event reasons the guard records on the FeatureGate.
 const (
-	ReasonStartupSnapshot    = "StartupSnapshot"
-	ReasonFeatureGateChanged = "FeatureGateChanged"
-	ReasonFeatureGateDeleted = "FeatureGateDeleted"
+	reasonStartupSnapshot    = "StartupSnapshot"
+	reasonFeatureGateChanged = "FeatureGateChanged"
+	reasonFeatureGateDeleted = "FeatureGateDeleted"
 )
-
-// NoteLimit is the longest Event note the API server stores
-// (events.k8s.io/v1 rejects longer ones outright).
-const NoteLimit = 1024
-
-// BoundNote cuts note to NoteLimit bytes on a rune boundary, marking the cut.
-// Every Event note goes through it: a real payload's gate list is longer
-// than that, and an Event the API server rejects tells nobody anything.
-func BoundNote(note string) string {
-	if len(note) <= NoteLimit {
-		return note
-	}
-	const mark = "…"
-	cut := NoteLimit - len(mark)
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
-		cut--
-	}
-	return note[:cut] + mark
-}
 
 // eventWriter records the guard's Events on the FeatureGate. It writes each
 // one synchronously: they are rare, and the change it announces is followed
@@ -71,7 +53,7 @@ func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, event
 		},
 		Reason:              reason,
 		Action:              action,
-		Note:                BoundNote(note),
+		Note:                eventnote.Bound(note),
 		Type:                eventType,
 		ReportingController: w.source,
 		ReportingInstance:   w.instance,

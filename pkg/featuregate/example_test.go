@@ -2,47 +2,93 @@ package featuregate_test
 
 import (
 	"context"
-	"log"
+	"os"
+	"time"
 
 	"github.com/openshift/api/features"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
-// An operator's main: the manager is built around the guard, and a requested
-// stop is a clean exit that the kubelet answers with a fresh process.
+// An operator's main: the guard builds the manager, everything added to it
+// starts once the startup snapshot is taken, and a requested stop (the
+// FeatureGate changed) ends Start with nil: the process exits 0 and the
+// kubelet answers with a fresh process, which reads the new value.
 func Example() {
-	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
-	defer cancel()
+	log := ctrl.Log.WithName("setup")
 	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
-		Version: "4.18.0", EventSource: "example-operator", Cancel: cancel,
+		Version:     "4.18.0",
+		EventSource: "example-operator",
 	})
 	if err != nil {
-		log.Fatal(err)
+		log.Error(err, "FeatureGate guard")
+		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{}))
+	mgr, err := guard.NewManager(ctrl.Options{HealthProbeBindAddress: ":8081"})
 	if err != nil {
-		log.Fatal(err)
+		log.Error(err, "manager")
+		os.Exit(1)
 	}
-	if err := guard.SetupWithManager(mgr); err != nil {
-		log.Fatal(err)
+	// The guard answers /readyz/featuregate itself.
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "health check")
+		os.Exit(1)
 	}
-	if err := mgr.Start(ctx); err != nil {
-		log.Fatal(err)
+	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&configMapReconciler{
+		client: mgr.GetClient(),
+		gates:  guard,
+	}); err != nil {
+		log.Error(err, "ConfigMap controller")
+		os.Exit(1)
 	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager")
+		os.Exit(1)
+	}
+	if reason, requested := guard.StopReason(); requested {
+		log.Info("Restarting to read the new feature set", "reason", reason)
+	}
+	os.Exit(0)
 }
 
-// Code that acts on the feature set waits for the snapshot and asks it.
-func ExampleGuard_Enabled() {
-	var guard *featuregate.Guard // from NewGuard
-	var mgr ctrl.Manager
-	_ = mgr.Add(guard.AfterSnapshot(manager.RunnableFunc(func(ctx context.Context) error {
-		if guard.Enabled(features.FeatureGateExample) {
-			// ... act on the snapshot, checking guard.Current(ctx) first
-		}
-		<-ctx.Done()
-		return nil
-	})))
+// configMapReconciler acts on the feature set. It depends on
+// featuregate.Gates, not on *featuregate.Guard, so that its unit tests can
+// give it a featuregatetest.Gates.
+type configMapReconciler struct {
+	client client.Client
+	gates  featuregate.Gates
+}
+
+func (r *configMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The last look before acting: while the guard cannot vouch that the
+	// FeatureGate still matches the snapshot (an API outage, a change
+	// found and the manager stopping), wait rather than act.
+	if !r.gates.Current() {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := r.client.Get(ctx, req.NamespacedName, cm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.gates.Enabled(features.FeatureGateExample) {
+		// ... act as the gate says, on cm
+	}
+	return ctrl.Result{}, nil
+}
+
+// A reconciler checks Current before each action and requeues when the
+// guard cannot vouch for its snapshot; it is given the guard as its Gates.
+func ExampleGuard_Current() {
+	var guard *featuregate.Guard // from featuregate.NewGuard
+	var mgr ctrl.Manager         // from guard.NewManager
+	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&configMapReconciler{
+		client: mgr.GetClient(),
+		gates:  guard,
+	}); err != nil {
+		os.Exit(1)
+	}
 }

@@ -15,15 +15,15 @@ type metrics struct {
 
 // newMetrics registers the metrics on reg, reusing ones registered already
 // (a second guard in one process, as tests build).
-func newMetrics(reg prometheus.Registerer, namespace string) (metrics, error) {
+func newMetrics(reg prometheus.Registerer) (metrics, error) {
 	m := metrics{
 		startupFeatureSet: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace,
+			Namespace: metricsNamespace,
 			Name:      "startup_feature_set",
 			Help:      "The feature set of the FeatureGate snapshot taken at startup (1 for the set in force).",
 		}, []string{"feature_set"}),
 		shutdownRequests: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace,
+			Namespace: metricsNamespace,
 			Name:      "shutdown_requests_total",
 			Help:      "Comparisons that found the FeatureGate different from the startup snapshot and asked for a shutdown.",
 		}),

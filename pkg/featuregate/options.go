@@ -1,7 +1,6 @@
 package featuregate
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -12,117 +11,95 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Defaults for the zero values of Options.
-const (
-	// DefaultBackoffCap bounds the wait between startup reads, and so how
-	// long after the API returns the snapshot is taken.
-	DefaultBackoffCap = 2 * time.Second
-	// DefaultResyncPeriod is how often the FeatureGate is compared without
-	// an event, in case a broken watch missed one.
-	DefaultResyncPeriod = 3 * time.Minute
-	// DefaultCacheSyncTimeout bounds the FeatureGate cache's first list,
-	// which starts only once the snapshot is taken.
-	DefaultCacheSyncTimeout = 2 * time.Minute
-	// DefaultVerifyInterval is the wait between live reads while the API is
-	// in trouble.
-	DefaultVerifyInterval = 500 * time.Millisecond
-	// DefaultMetricsNamespace prefixes the guard's metric names.
-	DefaultMetricsNamespace = "featuregate_operator"
-)
-
-// Options configures a Guard. EventSource and Cancel are required; the
-// rest has defaults.
+// Options configures a Guard. EventSource is required; every other zero
+// value means the default that Defaults returns.
 type Options struct {
-	// Name of the FeatureGate; DefaultName when empty.
+	// Name of the FeatureGate ("cluster").
 	Name string
-	// Version is the component's release version; see View.Version.
-	// Without it, Enabled knows only spec.customNoUpgrade gates, and says
-	// so in the log the first time it is asked.
+	// Version is the component's release version. With it, the snapshot
+	// carries that version's status.featureGates entry, and the guard is not
+	// ready until the entry exists (see Read). Without it only
+	// spec.customNoUpgrade names gates, and Enabled says so in the log the
+	// first time it is asked.
 	Version string
-	// WatchedGates narrows which gate changes restart; see View.
+	// WatchedGates, when not empty, narrows which gate changes restart:
+	// gates the component does not consume never do. It never changes what
+	// Enabled answers.
 	WatchedGates []configv1.FeatureGateName
+
+	// File, when set, is read instead of the API: a file holding the
+	// FeatureGate as YAML or JSON, as a ConfigMap volume presents it
+	// (HyperShift renders it so; MicroShift serves no FeatureGate API). The
+	// discipline is the same: not ready until it is read, a change of its
+	// content stops the manager, and a file that vanishes or stops parsing
+	// is reported and waited out, keeping the snapshot.
+	File string
 
 	// EventSource is the reporting controller of the guard's Events: the
 	// name of the operator that embeds it.
 	EventSource string
-	// Cancel cancels the context given to the manager's Start: the guard
-	// calls it to stop the process once the FeatureGate changed.
-	Cancel context.CancelFunc
-
-	// Registry receives the guard's two metrics; controller-runtime's
-	// registry (served by the manager) when nil.
+	// Registry receives the guard's metrics; controller-runtime's registry,
+	// which the manager serves, when nil.
 	Registry prometheus.Registerer
-	// MetricsNamespace prefixes their names; DefaultMetricsNamespace when
-	// empty.
-	MetricsNamespace string
 
-	// OnSnapshot, when set, is called once with the startup snapshot, before
-	// anything waiting for it starts.
-	OnSnapshot func(Snapshot)
-	// OnChange, when set, is called once a difference is found, just after
-	// the stop is requested (StopRequested is closed), while the manager
-	// shuts down: Start does not return before it does.
-	OnChange func(Change)
-
-	// BackoffCap bounds the wait between startup reads.
+	// BackoffCap bounds the wait between startup reads, and so how long
+	// after the API returns the snapshot is taken.
 	BackoffCap time.Duration
 	// InitialFetchTimeout, when positive, makes the manager fail after that
-	// long without a snapshot, for those who prefer a crash loop.
+	// long without a snapshot, for those who prefer a crash loop. Zero: wait
+	// for ever.
 	InitialFetchTimeout time.Duration
-	// ResyncPeriod re-runs the comparison without an event.
+	// ResyncPeriod re-runs the FeatureGate controller's comparison without
+	// an event.
 	ResyncPeriod time.Duration
-	// CacheSyncTimeout bounds the FeatureGate cache's first list.
+	// CacheSyncTimeout bounds the first list of every controller added to
+	// the guard's manager, which starts only once the snapshot is taken.
 	CacheSyncTimeout time.Duration
-	// VerifyInterval is the wait between live reads after a watch failure.
-	VerifyInterval time.Duration
 
 	// Logger defaults to controller-runtime's, named "featuregate".
 	Logger logr.Logger
 }
 
-// Change is what OnChange is told.
-type Change struct {
-	// Diff is Diff(startup, live): one sentence per change.
-	Diff []string
-	// DetectedBy names the path that saw it: "reconcile", "verify" (a live
-	// read after a watch failure) or "check" (Guard.Current).
-	DetectedBy string
-	Startup    Snapshot
-	Live       Snapshot
+// Defaults returns the values that zero Options fields take. An operator
+// that shows its configuration shows these; they are defined here only.
+func Defaults() Options {
+	return Options{
+		Name:             defaultName,
+		BackoffCap:       2 * time.Second,
+		ResyncPeriod:     3 * time.Minute,
+		CacheSyncTimeout: 2 * time.Minute,
+	}
 }
+
+const (
+	// retryInterval is the wait between reads while the guard cannot vouch
+	// for its view (the API down, the file unreadable): a change made
+	// meanwhile is seen within about this long of becoming readable.
+	retryInterval = 250 * time.Millisecond
+	// metricsNamespace prefixes the guard's metric names.
+	metricsNamespace = "featuregate_operator"
+)
 
 // withDefaults validates o and fills in the defaults.
 func (o Options) withDefaults() (Options, error) {
-	var errs []error
 	if o.EventSource == "" {
-		errs = append(errs, errors.New("featuregate.Options.EventSource is required (the operator's name, as Events report it)"))
+		return o, errors.New("featuregate.Options.EventSource is required (the operator's name, as Events report it)")
 	}
-	if o.Cancel == nil {
-		errs = append(errs, errors.New("featuregate.Options.Cancel is required (it cancels the context given to mgr.Start)"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return o, err
-	}
+	d := Defaults()
 	if o.Name == "" {
-		o.Name = DefaultName
+		o.Name = d.Name
 	}
 	if o.Registry == nil {
 		o.Registry = ctrlmetrics.Registry
 	}
-	if o.MetricsNamespace == "" {
-		o.MetricsNamespace = DefaultMetricsNamespace
-	}
-	o.BackoffCap = orDefault(o.BackoffCap, DefaultBackoffCap)
-	o.ResyncPeriod = orDefault(o.ResyncPeriod, DefaultResyncPeriod)
-	o.CacheSyncTimeout = orDefault(o.CacheSyncTimeout, DefaultCacheSyncTimeout)
-	o.VerifyInterval = orDefault(o.VerifyInterval, DefaultVerifyInterval)
+	o.BackoffCap = orDefault(o.BackoffCap, d.BackoffCap)
+	o.ResyncPeriod = orDefault(o.ResyncPeriod, d.ResyncPeriod)
+	o.CacheSyncTimeout = orDefault(o.CacheSyncTimeout, d.CacheSyncTimeout)
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrllog.Log.WithName("featuregate")
 	}
 	return o, nil
 }
-
-func (o Options) view() View { return View{Version: o.Version, WatchedGates: o.WatchedGates} }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {

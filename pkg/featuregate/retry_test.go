@@ -2,9 +2,10 @@ package featuregate_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,39 +34,38 @@ func (c *countingGetter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Getter.Get(ctx, key, obj, opts...)
 }
 
-// lines collects the messages a logr.Logger is given.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.all = append(l.all, args)
-	}, funcr.Options{})
-}
-
-func (l *lines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.all {
-		if strings.Contains(s, substr) {
-			n++
+// guardLog is a logr.Logger writing JSON lines into a testharness.Log, so
+// that tests assert on the keys the guard logs, not on its wording. Failed
+// tests show it.
+func guardLog(t *testing.T) (logr.Logger, *testharness.Log) {
+	t.Helper()
+	log := &testharness.Log{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("guard log:\n%s", log.String())
 		}
+	})
+	return funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{}), log
+}
+
+// closedPortConfig points at a loopback port nothing listens on: an API
+// server that is down.
+func closedPortConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &rest.Config{Host: fmt.Sprintf("https://%s", addr), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 }
 
 func liveCounting(t *testing.T, cfg *rest.Config) *countingGetter {
 	t.Helper()
-	lg, err := featuregate.NewLiveGetter(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &countingGetter{Getter: lg}
+	return &countingGetter{Getter: liveGetter(t, cfg)}
 }
 
 // A refused connection is retried on a short fixed interval, not the
@@ -71,13 +73,15 @@ func liveCounting(t *testing.T, cfg *rest.Config) *countingGetter {
 func TestStartupRetriesRefusedConnectionsQuicklyAndQuietly(t *testing.T) {
 	g := NewWithT(t)
 	reader := liveCounting(t, closedPortConfig(t))
-	var log lines
-	s := featuregate.NewStartup(reader, featuregate.Options{BackoffCap: 2 * time.Second, Logger: log.logger()})
+	logger, log := guardLog(t)
+	s := featuregate.NewStartup(reader, featuregate.Options{BackoffCap: 2 * time.Second, Logger: logger})
 	runStartup(t, s)
 
 	g.Eventually(reader.reads.Load).WithTimeout(30*time.Second).Should(BeNumerically(">=", 10),
 		"a backoff capped at 2s would have read about 4 times by now")
-	g.Expect(log.count(`"FeatureGate not read; no feature set assumed, retrying"`)).To(Equal(1), "one line for the same failure, until logEvery")
+	// The retry line is the one with a retryIn.
+	retries := log.CountWhere(testharness.All(testharness.HasKey("retryIn"), testharness.HasKey("attempt")))
+	g.Expect(retries).To(Equal(1), "one line for the same failure, until logEvery")
 	g.Expect(checkMessage(s)()).To(ContainSubstring("connection refused"))
 }
 
@@ -133,7 +137,7 @@ func TestStartupHedgesAHeldRead(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, "TechPreviewNoUpgrade"))
+	testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 	live := liveCounting(t, cp.Config)
 	held := &holdFirst{Getter: live, release: make(chan struct{})}
 	t.Cleanup(func() { close(held.release) })
@@ -183,4 +187,51 @@ func TestStartupRetriesAStartingAPIServerQuickly(t *testing.T) {
 	g.Eventually(reader.reads.Load).WithTimeout(30*time.Second).Should(BeNumerically(">=", 10),
 		"a backoff capped at 2s would have read about 4 times by now")
 	g.Expect(checkMessage(s)()).To(ContainSubstring("HTTP paths have been installed"))
+}
+
+// A stopping kube-apiserver answers 429 with Retry-After: 5. client-go
+// would sleep and retry inside the one call; the guard's read returns at
+// once, so that its own retries decide (and a change made around an outage
+// is seen the moment the API answers).
+func TestAPIReadDoesNotHonourRetryAfter(t *testing.T) {
+	g := NewWithT(t)
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The apiserver is shutting down, please try again later.", http.StatusTooManyRequests)
+	}))
+	t.Cleanup(server.Close)
+	read, err := featuregate.APIRead(&rest.Config{Host: server.URL}, "cluster")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	started := time.Now()
+	_, err = read(testContext(t))
+	g.Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("get FeatureGate cluster"))
+	g.Expect(calls.Load()).To(Equal(int32(1)))
+	g.Expect(time.Since(started)).To(BeNumerically("<", 4*time.Second), "no Retry-After sleep")
+}
+
+// The guard's read tells an absent FeatureGate from an absent API, and
+// reads what the API server holds.
+func TestAPIReadReadsAndDescribes(t *testing.T) {
+	g := NewWithT(t)
+	cp := sharedControlPlane(t)
+	ctx := testContext(t)
+	name := uniqueName()
+	fg := testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+
+	read, err := featuregate.APIRead(cp.Config, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := read(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Spec.FeatureSet).To(Equal(configv1.TechPreviewNoUpgrade))
+	g.Expect(got.UID).To(Equal(fg.UID))
+
+	absent, err := featuregate.APIRead(cp.Config, uniqueName())
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = absent(ctx)
+	g.Expect(err).To(MatchError(HaveSuffix(" not found")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("CRD"))
 }

@@ -1,7 +1,6 @@
 package featuregate_test
 
 import (
-	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -197,12 +196,12 @@ func TestNewAndDiff(t *testing.T) {
 			g := NewWithT(t)
 			snapshot := mustNew(t, tt.snapshot, tt.opts)
 			live := mustNew(t, tt.live, tt.opts)
-			g.Expect(featuregate.Diff(snapshot, live)).To(Equal(tt.want))
-			g.Expect(featuregate.Equal(snapshot, live)).To(Equal(len(tt.want) == 0))
+			watched := tt.opts.WatchedGates
+			g.Expect(featuregate.Diff(snapshot, live, watched...)).To(Equal(tt.want))
 			// Every snapshot equals itself, and the comparison is symmetric
 			// in its verdict.
-			g.Expect(featuregate.Diff(snapshot, snapshot)).To(BeEmpty())
-			g.Expect(featuregate.Diff(live, snapshot)).To(HaveLen(len(tt.want)))
+			g.Expect(featuregate.Diff(snapshot, snapshot, watched...)).To(BeEmpty())
+			g.Expect(featuregate.Diff(live, snapshot, watched...)).To(HaveLen(len(tt.want)))
 			if tt.snapshotFeatures != "" {
 				g.Expect(snapshot.FeatureSetName()).To(Equal(tt.snapshotFeatures))
 			}
@@ -222,50 +221,68 @@ func TestSnapshotFeatureSetNormalised(t *testing.T) {
 	g := NewWithT(t)
 	for _, set := range []configv1.FeatureSet{"", "Default"} {
 		s := mustNew(t, featureGate(set), featuregate.View{})
-		g.Expect(s.FeatureSet()).To(Equal(configv1.Default))
 		g.Expect(s.FeatureSetName()).To(Equal("Default"))
+		g.Expect(featuregate.Diff(s, mustNew(t, featureGate(configv1.Default), featuregate.View{}))).To(BeEmpty())
 		g.Expect(s.String()).To(Equal("Default"))
 	}
 }
 
-func TestSnapshotComplete(t *testing.T) {
+// Read is the one reader: with a version, a FeatureGate without that
+// version's status entry is no snapshot, and the error names the version.
+func TestReadRequiresTheVersionEntry(t *testing.T) {
 	const v = "4.11.0"
 	tests := []struct {
 		name    string
 		fg      *configv1.FeatureGate
-		opts    featuregate.View
+		version string
 		missing bool
 	}{
 		{name: "no version configured, no status", fg: featureGate("")},
-		{name: "version entry present", fg: featureGate("", status(v, nil, nil)), opts: featuregate.View{Version: v}},
-		{name: "no status at all", fg: featureGate(""), opts: featuregate.View{Version: v}, missing: true},
-		{name: "only other versions", fg: featureGate("", status("4.10.0", []string{"A"}, nil)), opts: featuregate.View{Version: v}, missing: true},
+		{name: "no version configured, other versions only", fg: featureGate("", status("4.10.0", []string{"A"}, nil))},
+		{name: "version entry present", fg: featureGate("", status(v, nil, nil)), version: v},
+		{name: "no status at all", fg: featureGate(""), version: v, missing: true},
+		{name: "only other versions", fg: featureGate("", status("4.10.0", []string{"A"}, nil)), version: v, missing: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := mustNew(t, tt.fg, tt.opts).Complete()
-			if !tt.missing {
-				g.Expect(err).NotTo(HaveOccurred())
+			s, err := featuregate.Read(tt.fg, tt.version)
+			if tt.missing {
+				g.Expect(err).To(MatchError(ContainSubstring(v)))
+				g.Expect(s).To(Equal(featuregate.Snapshot{}), "no partial snapshot with the error")
 				return
 			}
-			g.Expect(errors.Is(err, featuregate.ErrVersionMissing)).To(BeTrue(), "%v", err)
-			g.Expect(err.Error()).To(ContainSubstring(v))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.Version()).To(Equal(tt.version))
+			// Read is New (the live view) plus the check.
+			g.Expect(featuregate.Diff(s, mustNew(t, tt.fg, featuregate.View{Version: tt.version}))).To(BeEmpty())
 		})
 	}
+}
+
+func TestReadRejectsNil(t *testing.T) {
+	_, err := featuregate.Read(nil, "")
+	NewWithT(t).Expect(err).To(HaveOccurred())
 }
 
 func TestSnapshotGatesAndString(t *testing.T) {
 	g := NewWithT(t)
 	s := mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status("4.11.0", []string{"Z", "A"}, []string{"M", "B"})), featuregate.View{Version: "4.11.0"})
 	g.Expect(s.Version()).To(Equal("4.11.0"))
-	g.Expect(s.EnabledGates()).To(Equal([]configv1.FeatureGateName{"A", "Z"}))
-	g.Expect(s.DisabledGates()).To(Equal([]configv1.FeatureGateName{"B", "M"}))
+	for _, gate := range []configv1.FeatureGateName{"A", "Z"} {
+		g.Expect(s.Enabled(gate)).To(BeTrue(), string(gate))
+	}
+	for _, gate := range []configv1.FeatureGateName{"B", "M"} {
+		g.Expect(s.Enabled(gate)).To(BeFalse(), string(gate))
+	}
 	g.Expect(s.KnownFeatures()).To(Equal([]configv1.FeatureGateName{"A", "B", "M", "Z"}))
 	g.Expect(s.String()).To(Equal("TechPreviewNoUpgrade (version 4.11.0: enabled [A Z], disabled [B M])"))
 
 	c := mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"Y", "X"}, []string{"W"})), featuregate.View{})
 	g.Expect(c.String()).To(Equal("CustomNoUpgrade (customNoUpgrade enabled [X Y], disabled [W])"))
+	g.Expect(c.KnownFeatures()).To(Equal([]configv1.FeatureGateName{"W", "X", "Y"}))
+	// Without a version only customNoUpgrade names gates.
+	g.Expect(mustNew(t, featureGate(configv1.TechPreviewNoUpgrade, status("4.11.0", []string{"A"}, nil)), featuregate.View{}).KnownFeatures()).To(BeEmpty())
 }
 
 // Enabled never panics and never says yes to a gate it does not know:
@@ -336,12 +353,14 @@ func TestZeroSnapshotIsSafe(t *testing.T) {
 	g.Expect(func() {
 		_ = zero.String()
 		_ = zero.FeatureSetName()
-		_ = zero.EnabledGates()
-		_ = zero.DisabledGates()
-		_ = zero.Complete()
+		_ = zero.KnownFeatures()
+		_ = zero.Enabled("A")
+		_ = zero.Version()
 		_ = featuregate.Diff(zero, zero)
 		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.View{Version: "4.11.0"}))
+		_ = featuregate.Diff(zero, zero, "A")
 	}).NotTo(Panic())
 	g.Expect(zero.FeatureSetName()).To(Equal("Default"))
-	g.Expect(zero.EnabledGates()).To(BeEmpty())
+	g.Expect(zero.KnownFeatures()).To(BeEmpty())
+	g.Expect(featuregate.Diff(zero, zero)).To(BeEmpty())
 }

@@ -15,11 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -39,12 +35,11 @@ const (
 // answering, and it keeps reading until it succeeds: it never assumes a
 // feature set it did not read.
 type startup struct {
-	reader     getter
+	src        source
 	name       string
-	view       View
+	version    string
 	backoffCap time.Duration
 	timeout    time.Duration
-	onSnapshot func(Snapshot)
 	// announce is called once the snapshot is published (readiness first;
 	// Events may take a round trip).
 	announce func(context.Context, Snapshot)
@@ -56,26 +51,17 @@ type startup struct {
 	taken   chan struct{}
 }
 
-// newStartup reads through r, which must be live: the manager's cache may
-// not be running yet, and must not decide this.
-func newStartup(r getter, o Options, announce func(context.Context, Snapshot)) *startup {
-	log := o.Logger
-	if log.GetSink() == nil {
-		log = ctrllog.Log.WithName("featuregate")
-	}
-	name := o.Name
-	if name == "" {
-		name = DefaultName
-	}
+// newStartup reads through src, which must be live: the manager's cache may
+// not be running yet, and must not decide this. o has its defaults.
+func newStartup(src source, o Options, announce func(context.Context, Snapshot)) *startup {
 	return &startup{
-		reader:     r,
-		name:       name,
-		view:       o.view(),
-		backoffCap: orDefault(o.BackoffCap, DefaultBackoffCap),
+		src:        src,
+		name:       o.Name,
+		version:    o.Version,
+		backoffCap: o.BackoffCap,
 		timeout:    o.InitialFetchTimeout,
-		onSnapshot: o.OnSnapshot,
 		announce:   announce,
-		log:        log,
+		log:        o.Logger,
 		taken:      make(chan struct{}),
 	}
 }
@@ -109,9 +95,6 @@ func (s *startup) Start(ctx context.Context) error {
 		if err == nil {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
 				"snapshot", snap.String(), "attempts", attempt)
-			if s.onSnapshot != nil {
-				s.onSnapshot(snap)
-			}
 			s.publish(snap)
 			if s.announce != nil {
 				s.announce(ctx, snap)
@@ -205,24 +188,35 @@ func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) {
 	return 0, false
 }
 
-// readOnce is one bounded attempt: a read, and beside it another each
-// hedgeAfter it goes unanswered (up to maxReadsInFlight); the first answer
-// that succeeds wins, and the attempt fails once all have failed.
+// readOnce is one bounded attempt at the snapshot.
 func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
 	if s.timeout > 0 {
 		limit = max(min(limit, s.timeout-time.Since(started)), time.Millisecond)
 	}
+	fg, err := hedgedRead(ctx, s.src.read, limit)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return Read(fg, s.version)
+}
+
+// hedgedRead is one read bounded by limit, and beside it another each
+// hedgeAfter it goes unanswered (up to maxReadsInFlight): a kube-apiserver
+// that is starting holds its first requests for seconds and answers later
+// ones at once. The first read that succeeds wins; the attempt fails once
+// all have failed.
+func hedgedRead(ctx context.Context, read func(context.Context) (*configv1.FeatureGate, error), limit time.Duration) (*configv1.FeatureGate, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	type result struct {
-		snap Snapshot
-		err  error
+		fg  *configv1.FeatureGate
+		err error
 	}
 	results := make(chan result, maxReadsInFlight)
 	send := func() {
 		go func() {
-			snap, err := s.read(ctx)
-			results <- result{snap, err}
+			fg, err := read(ctx)
+			results <- result{fg, err}
 		}()
 	}
 	send()
@@ -234,7 +228,7 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 		case r := <-results:
 			inFlight--
 			if r.err == nil || inFlight == 0 {
-				return r.snap, r.err
+				return r.fg, r.err
 			}
 		case <-hedge.C:
 			if sent < maxReadsInFlight {
@@ -243,38 +237,6 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 				sent++
 			}
 		}
-	}
-}
-
-func (s *startup) read(ctx context.Context) (Snapshot, error) {
-	fg := &configv1.FeatureGate{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: s.name}, fg); err != nil {
-		return Snapshot{}, describeReadError(s.name, err)
-	}
-	snap, err := New(fg, s.view)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("FeatureGate %s: %w", s.name, err)
-	}
-	if err := snap.Complete(); err != nil {
-		return Snapshot{}, fmt.Errorf("FeatureGate %s has %w yet", s.name, err)
-	}
-	return snap, nil
-}
-
-// describeReadError tells an absent object from an absent API: both leave us
-// without a snapshot, but they call for different fixes. Without the CRD the
-// API server answers a bare "404 page not found", which client-go turns into
-// a NotFound that also names the object, marked UnexpectedServerResponse.
-func describeReadError(name string, err error) error {
-	var status apierrors.APIStatus
-	switch {
-	case apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeUnexpectedServerResponse) &&
-		errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
-		return fmt.Errorf("FeatureGate %s not found", name)
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return fmt.Errorf("FeatureGate API not served (is the config.openshift.io CRD installed?): %w", err)
-	default:
-		return fmt.Errorf("get FeatureGate %s: %w", name, err)
 	}
 }
 

@@ -59,27 +59,30 @@ var names atomic.Int32
 // uniqueName keeps tests on one control plane out of each other's way.
 func uniqueName() string { return fmt.Sprintf("cluster-%d", names.Add(1)) }
 
-// apiReader is what mgr.GetAPIReader() is in main.go: a live client whose
-// REST mapper is featuregate.MapperProvider.
+// apiReader is a plain controller-runtime client for config.openshift.io:
+// its REST mapper asks discovery.
 func apiReader(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := configv1.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := featuregate.MapperProvider(cfg, httpClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// liveGetter reads as the guard does: the API source's REST client, live,
+// without retries of its own.
+func liveGetter(t *testing.T, cfg *rest.Config) featuregate.Getter {
+	t.Helper()
+	lg, err := featuregate.NewLiveGetter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
 }
 
 func testContext(t *testing.T) context.Context {
@@ -156,10 +159,15 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 		}
 	})
 
-	var snapshots atomic.Int32
-	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{
+	var snapshots, announcedReady atomic.Int32
+	var s *featuregate.Startup
+	s = featuregate.NewStartupAnnouncing(liveGetter(t, cp.Config), featuregate.Options{
 		Name: name, BackoffCap: 250 * time.Millisecond,
-		OnSnapshot: func(featuregate.Snapshot) { snapshots.Add(1) },
+	}, func(featuregate.Snapshot) {
+		snapshots.Add(1)
+		if s.Check(nil) == nil { // readiness first, then the Event
+			announcedReady.Add(1)
+		}
 	})
 	after := &snapshotSeen{startup: s}
 	afterCtx, stopAfter := context.WithCancel(context.Background())
@@ -183,9 +191,10 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, ok := s.Snapshot()
 	g.Expect(ok).To(BeTrue())
-	g.Expect(snap.FeatureSet()).To(Equal(configv1.TechPreviewNoUpgrade))
+	g.Expect(snap.FeatureSetName()).To(Equal("TechPreviewNoUpgrade"))
 	g.Expect(s.Check(nil)).To(Succeed())
 	g.Expect(snapshots.Load()).To(Equal(int32(1)))
+	g.Expect(announcedReady.Load()).To(Equal(int32(1)), "announced before the snapshot was published")
 	g.Eventually(after.started.Load).WithTimeout(10 * time.Second).Should(BeTrue())
 	g.Expect(after.hadSnap.Load()).To(BeTrue(), "AfterSnapshot started its runnable before the snapshot was published")
 }
@@ -197,7 +206,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
 
-	s := featuregate.NewStartup(c, featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond})
+	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
 	g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(
 		Equal(fmt.Sprintf("initial FeatureGate not read yet: FeatureGate %s not found", name)))
@@ -226,22 +235,14 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 
-	s := featuregate.NewStartup(c, featuregate.Options{BackoffCap: 250 * time.Millisecond})
+	// The guard's own read.
+	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
-	// A reader on a discovery-only REST mapper fails earlier, with "no
-	// matches for kind"; it must say the same.
-	scheme := runtime.NewScheme()
-	g.Expect(configv1.Install(scheme)).To(Succeed())
-	plain, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	viaDiscovery := featuregate.NewStartup(plain, featuregate.Options{BackoffCap: 250 * time.Millisecond})
+	// A reader on a discovery REST mapper fails earlier, with "no matches
+	// for kind"; it must say the same.
+	viaDiscovery := featuregate.NewStartup(c, featuregate.Options{BackoffCap: 250 * time.Millisecond})
 	viaDiscoveryDone := runStartup(t, viaDiscovery)
-	// And the live getter main.go uses.
-	lg, err := featuregate.NewLiveGetter(cp.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	viaLive := featuregate.NewStartup(lg, featuregate.Options{BackoffCap: 250 * time.Millisecond})
-	viaLiveDone := runStartup(t, viaLive)
-	for _, s := range []*featuregate.Startup{s, viaDiscovery, viaLive} {
+	for _, s := range []*featuregate.Startup{s, viaDiscovery} {
 		g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(And(
 			HavePrefix("initial FeatureGate not read yet: "),
 			ContainSubstring("FeatureGate API not served (is the config.openshift.io CRD installed?)"),
@@ -256,14 +257,13 @@ func TestStartupWaitsForCRD(t *testing.T) {
 	fg := featureGate(configv1.TechPreviewNoUpgrade)
 	g.Eventually(func() error { return c.Create(ctx, fg) }).WithTimeout(30 * time.Second).Should(Succeed())
 
-	for _, s := range []*featuregate.Startup{s, viaDiscovery, viaLive} {
+	for _, s := range []*featuregate.Startup{s, viaDiscovery} {
 		g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
 		snap, _ := s.Snapshot()
-		g.Expect(snap.FeatureSet()).To(Equal(configv1.TechPreviewNoUpgrade))
+		g.Expect(snap.FeatureSetName()).To(Equal("TechPreviewNoUpgrade"))
 	}
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	g.Eventually(viaDiscoveryDone).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
-	g.Eventually(viaLiveDone).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
 
 // With a version configured, a FeatureGate whose status has no entry for it
@@ -279,7 +279,7 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details("4.10.0", []string{"GateA"}, nil)}
 	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 
-	s := featuregate.NewStartup(c, featuregate.Options{Name: name, Version: "4.11.0", BackoffCap: 250 * time.Millisecond})
+	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{Name: name, Version: "4.11.0", BackoffCap: 250 * time.Millisecond})
 	done := runStartup(t, s)
 	g.Eventually(checkMessage(s)).WithTimeout(30 * time.Second).Should(And(
 		HavePrefix("initial FeatureGate not read yet: "),
@@ -294,10 +294,11 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, _ := s.Snapshot()
 	g.Expect(snap.Version()).To(Equal("4.11.0"))
-	g.Expect(snap.EnabledGates()).To(Equal([]configv1.FeatureGateName{"GateA", "GateC"}))
-	g.Expect(snap.DisabledGates()).To(Equal([]configv1.FeatureGateName{"GateB"}))
+	g.Expect(snap.KnownFeatures()).To(Equal([]configv1.FeatureGateName{"GateA", "GateB", "GateC"}))
 	g.Expect(snap.Enabled("GateA")).To(BeTrue())
+	g.Expect(snap.Enabled("GateC")).To(BeTrue())
 	g.Expect(snap.Enabled("GateB")).To(BeFalse())
+	g.Expect(snap.String()).To(Equal("TechPreviewNoUpgrade (version 4.11.0: enabled [GateA GateC], disabled [GateB])"))
 }
 
 // --initial-fetch-timeout: for those who prefer a crash loop.
@@ -306,7 +307,7 @@ func TestStartupTimeout(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	name := uniqueName()
-	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond, InitialFetchTimeout: time.Second})
+	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond, InitialFetchTimeout: time.Second})
 	err := s.Start(ctx)
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("no FeatureGate snapshot after 1s (initial fetch timeout)"),
@@ -320,7 +321,7 @@ func TestStartupTimeout(t *testing.T) {
 func TestStartupReturnsWhenCancelled(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	s := featuregate.NewStartup(apiReader(t, cp.Config), featuregate.Options{Name: uniqueName()})
+	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{Name: uniqueName()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runAsync(ctx, s.Start)

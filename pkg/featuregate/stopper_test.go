@@ -34,9 +34,9 @@ func TestStopperFirstReasonWins(t *testing.T) {
 	g.Expect(reason).To(BeEmpty())
 	g.Expect(s.Requested()).NotTo(BeClosed())
 
-	s.Stop("feature set changed from Default to TechPreviewNoUpgrade")
-	s.Stop("second reason")
-	s.Stop("")
+	g.Expect(s.Stop("feature set changed from Default to TechPreviewNoUpgrade")).To(BeTrue(), "the first Stop is the one that asked")
+	g.Expect(s.Stop("second reason")).To(BeFalse())
+	g.Expect(s.Stop("")).To(BeFalse())
 
 	g.Expect(s.Requested()).To(BeClosed())
 	reason, requested = s.Reason()
@@ -52,21 +52,28 @@ func TestStopperConcurrentStops(t *testing.T) {
 	s := featuregate.NewStopper(func() {})
 	reasons := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	start := make(chan struct{})
-	done := make(chan struct{})
+	done := make(chan string, len(reasons))
 	for _, r := range reasons {
 		go func() {
 			<-start
-			s.Stop(r)
-			done <- struct{}{}
+			if s.Stop(r) {
+				done <- r
+			} else {
+				done <- ""
+			}
 		}()
 	}
 	close(start)
+	var first []string
 	for range reasons {
-		<-done
+		if r := <-done; r != "" {
+			first = append(first, r)
+		}
 	}
+	g.Expect(first).To(HaveLen(1), "exactly one Stop reports that it asked")
 	reason, requested := s.Reason()
 	g.Expect(requested).To(BeTrue())
-	g.Expect(reasons).To(ContainElement(reason))
+	g.Expect(reason).To(Equal(first[0]), "the reason kept is the one whose Stop asked")
 }
 
 func TestStopperStartCancelsOnceRequested(t *testing.T) {
@@ -80,10 +87,10 @@ func TestStopperStartCancelsOnceRequested(t *testing.T) {
 	g.Consistently(done).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "Start returned before any stop was requested")
 	g.Expect(c.calls.Load()).To(BeZero())
 
-	s.Stop("changed")
+	g.Expect(s.Stop("changed")).To(BeTrue())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
-	s.Stop("again")
+	g.Expect(s.Stop("again")).To(BeFalse())
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
 }
 
@@ -95,6 +102,18 @@ func TestStopperStopBeforeStart(t *testing.T) {
 	s.Stop("early")
 	g.Expect(s.Start(context.Background())).To(Succeed())
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
+}
+
+// A stopper that was never given the manager's cancel (NewManager's Start
+// gives it one) still ends its own Start on a request.
+func TestStopperWithoutCancel(t *testing.T) {
+	g := NewWithT(t)
+	s := featuregate.NewStopper(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runAsync(ctx, s.Start)
+	s.Stop("changed")
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
 
 // The manager ending for another reason (a signal) is not a requested stop.
@@ -111,7 +130,7 @@ func TestStopperStartReturnsOnContextDone(t *testing.T) {
 	g.Expect(requested).To(BeFalse())
 }
 
-// Both run on every replica: a standby's snapshot is as stale as the
+// All three run on every replica: a standby's snapshot is as stale as the
 // leader's, and a leader-election runnable never starts on a standby.
 func TestRunnablesDoNotNeedLeaderElection(t *testing.T) {
 	g := NewWithT(t)
@@ -119,6 +138,8 @@ func TestRunnablesDoNotNeedLeaderElection(t *testing.T) {
 	g.Expect(stopper.NeedLeaderElection()).To(BeFalse())
 	var startup manager.LeaderElectionRunnable = featuregate.NewStartup(nil, featuregate.Options{})
 	g.Expect(startup.NeedLeaderElection()).To(BeFalse())
+	var monitor manager.LeaderElectionRunnable = &featuregate.Monitor{}
+	g.Expect(monitor.NeedLeaderElection()).To(BeFalse())
 }
 
 // recordingRunnable notes whether it was started.

@@ -1,8 +1,6 @@
 package manifest
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -66,37 +64,6 @@ func FeatureSetOnly(name string) Features {
 // and exactly the gates enabled listed.
 func NewFeatures(featureSet string, enabled ...configv1.FeatureGateName) Features {
 	return staticFeatures{set: normalizeFeatureSet(featureSet), enabled: sets.New(enabled...)}
-}
-
-// FeaturesFromFeatureGate reads a FeatureGate as the cluster-version-operator
-// does: its spec.featureSet and the enabled gates of its status entry for
-// version, or of its first entry when version is empty (payload FeatureGate
-// files carry one entry). A FeatureGate without the entry is an error: its
-// gates would be a guess.
-func FeaturesFromFeatureGate(fg *configv1.FeatureGate, version string) (Features, error) {
-	if fg == nil {
-		return nil, errors.New("no FeatureGate")
-	}
-	entries := fg.Status.FeatureGates
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("FeatureGate %q has no status.featureGates entry", fg.Name)
-	}
-	i := 0
-	if version != "" {
-		i = slices.IndexFunc(entries, func(d configv1.FeatureGateDetails) bool { return d.Version == version })
-		if i < 0 {
-			var have []string
-			for _, d := range entries {
-				have = append(have, fmt.Sprintf("%q", d.Version))
-			}
-			return nil, fmt.Errorf("FeatureGate %q has no status.featureGates entry for version %q (it has %v)", fg.Name, version, have)
-		}
-	}
-	var gates []configv1.FeatureGateName
-	for _, a := range entries[i].Enabled {
-		gates = append(gates, a.Name)
-	}
-	return NewFeatures(string(fg.Spec.FeatureSet), gates...), nil
 }
 
 type staticFeatures struct {

@@ -34,10 +34,10 @@ const (
 	// all be enabled.
 	CapabilityAnnotation = "capability.openshift.io/name"
 	// DeleteAnnotation set to "true" asks for the object to be deleted
-	// rather than applied.
+	// rather than applied; any other value is an error (Decision.Invalid).
 	DeleteAnnotation = "release.openshift.io/delete"
-	// CreateOnlyAnnotation set to "true" asks for the object to be created
-	// when absent and never updated.
+	// CreateOnlyAnnotation set to "true", in any case, asks for the object
+	// to be created when absent and never updated.
 	CreateOnlyAnnotation = "release.openshift.io/create-only"
 )
 
@@ -81,8 +81,8 @@ func KnownCapabilities() []configv1.ClusterVersionCapability {
 	return slices.Clone(configv1.KnownClusterVersionCapabilities)
 }
 
-// Decision is the outcome of Include. At most one of Included and Delete is
-// true; when both are false the manifest is excluded.
+// Decision is the outcome of Include. At most one of Included, Delete and
+// Invalid is true; when all are false the manifest is excluded.
 type Decision struct {
 	// Included means the manifest should be applied.
 	Included bool
@@ -91,14 +91,19 @@ type Decision struct {
 	// deleted, not applied.
 	Delete bool
 	// CreateOnly, only with Included, means the manifest is annotated
-	// release.openshift.io/create-only: "true": its object is to be created
-	// when absent and then left alone.
+	// release.openshift.io/create-only: "true" (in any case): its object is
+	// to be created when absent and then left alone.
 	CreateOnly bool
+	// Invalid means the manifest passes every inclusion rule but carries an
+	// annotation value the cluster-version-operator refuses
+	// (release.openshift.io/delete other than "true"): it is neither applied
+	// nor deleted, and Decide reports it as an *InvalidError.
+	Invalid bool
 	// Reason names the annotations and values that decided, for people.
 	Reason string
 }
 
-// State is "included", "create-only", "delete" or "excluded".
+// State is "included", "create-only", "delete", "invalid" or "excluded".
 func (d Decision) State() string {
 	switch {
 	case d.Included && d.CreateOnly:
@@ -107,6 +112,8 @@ func (d Decision) State() string {
 		return "included"
 	case d.Delete:
 		return "delete"
+	case d.Invalid:
+		return "invalid"
 	default:
 		return "excluded"
 	}
@@ -137,9 +144,11 @@ func (d Decision) String() string { return d.State() + ": " + d.Reason }
 //     capability.openshift.io/name must be known, then enabled.
 //  8. An unmanaged entry of c.Overrides for the object excludes it.
 //
-// A manifest passing them all is included, unless release.openshift.io/delete
-// is "true": then the decision is Delete. release.openshift.io/create-only:
-// "true" sets CreateOnly.
+// A manifest passing them all is included, unless it carries
+// release.openshift.io/delete: "true" makes the decision Delete, and any
+// other value makes it Invalid (the cluster-version-operator refuses it). An
+// included manifest with release.openshift.io/create-only: "true", in any
+// case, is CreateOnly.
 //
 // Differences from library-go, on purpose: a feature-gate value made only
 // of known feature set names (e.g. "TechPreviewNoUpgrade", the 4.10 spelling)
@@ -234,16 +243,49 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 		return excluded("ClusterVersion spec.overrides marks %s unmanaged", IDOf(obj))
 	}
 
-	if v := annotations[DeleteAnnotation]; v == "true" {
-		return Decision{Delete: true, Reason: strings.Join(append(reasons, fmt.Sprintf("%s: %q", DeleteAnnotation, v)), "; ")}
+	if v, ok := annotations[DeleteAnnotation]; ok {
+		return deleteDecision(reasons, v)
 	}
 	d := Decision{Included: true}
-	if v := annotations[CreateOnlyAnnotation]; v == "true" {
-		d.CreateOnly = true
-		reasons = append(reasons, fmt.Sprintf("%s: %q", CreateOnlyAnnotation, v))
+	if v, ok := annotations[CreateOnlyAnnotation]; ok {
+		d.CreateOnly = isCreateOnly(v)
+		reasons = append(reasons, createOnlyReason(v, d.CreateOnly))
 	}
 	d.Reason = strings.Join(reasons, "; ")
 	return d
+}
+
+// deleteDecision decides for a manifest that every rule includes and that
+// carries release.openshift.io/delete with value. Only "true", exactly,
+// deletes. The cluster-version-operator refuses any other value ("false",
+// "True" and "" too) with an error before it would delete or apply
+// (lib/resourcedelete ValidDeleteAnnotation): applying instead would do what
+// the payload author did not write, so the manifest is Invalid.
+func deleteDecision(reasons []string, value string) Decision {
+	if value != "true" {
+		return Decision{Invalid: true, Reason: fmt.Sprintf(
+			"%s: %q is not \"true\", the only value the cluster-version-operator accepts: neither applied nor deleted",
+			DeleteAnnotation, value)}
+	}
+	return Decision{Delete: true, Reason: strings.Join(append(reasons, fmt.Sprintf("%s: %q", DeleteAnnotation, value)), "; ")}
+}
+
+// isCreateOnly reads a release.openshift.io/create-only value as the
+// cluster-version-operator does (lib/resourceapply IsCreateOnly, a
+// strings.EqualFold with "true"): "True" is create-only too, and any other
+// value is an ordinary apply, not an error.
+func isCreateOnly(value string) bool {
+	return strings.EqualFold(value, "true")
+}
+
+// createOnlyReason says how a present create-only annotation was read, so
+// that a value taken as an ordinary apply ("false", "yes") does not go
+// unexplained.
+func createOnlyReason(value string, createOnly bool) string {
+	if createOnly {
+		return fmt.Sprintf("%s: %q", CreateOnlyAnnotation, value)
+	}
+	return fmt.Sprintf("%s: %q is not \"true\" (in any case): applied as usual", CreateOnlyAnnotation, value)
 }
 
 func excluded(format string, args ...interface{}) Decision {

@@ -81,7 +81,7 @@ func TestInclude(t *testing.T) {
 		kind        string
 		annotations map[string]string
 		cluster     Cluster
-		want        string // included, create-only, delete or excluded
+		want        string // included, create-only, delete, invalid or excluded
 		reason      []string
 	}{
 		// No feature annotation.
@@ -189,12 +189,28 @@ func TestInclude(t *testing.T) {
 
 		// Delete and create-only, once every rule includes.
 		{"delete", "", map[string]string{del: "true"}, cluster(def), "delete", []string{del + `: "true"`}},
-		{"delete not true", "", map[string]string{del: "false"}, cluster(def), "included", nil},
+		// Any other delete value is an error in the CVO (lib/resourcedelete
+		// ValidDeleteAnnotation): neither applied nor deleted.
+		{"delete false is invalid", "", map[string]string{del: "false"}, cluster(def), "invalid", []string{del + `: "false" is not "true"`, "neither applied nor deleted"}},
+		{"delete True is invalid", "", map[string]string{del: "True"}, cluster(def), "invalid", []string{del + `: "True"`}},
+		{"delete empty is invalid", "", map[string]string{del: ""}, cluster(def), "invalid", []string{del + `: ""`}},
+		{"delete spaced is invalid", "", map[string]string{del: " true"}, cluster(def), "invalid", []string{del + `: " true"`}},
+		{"delete invalid in profile", "", map[string]string{del: "no", haOn: "true"}, inHA(cluster(def)), "invalid", []string{del + `: "no"`}},
+		{"delete invalid excluded by feature set", "", map[string]string{del: "false", fs: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{fs}},
+		{"delete invalid excluded by profile", "", map[string]string{del: "false"}, inHA(cluster(def)), "excluded", []string{haOn}},
+		{"delete invalid wins over create-only", "", map[string]string{del: "false", co: "true"}, cluster(def), "invalid", []string{del}},
 		{"delete excluded by feature set", "", map[string]string{del: "true", fs: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{fs}},
 		{"delete excluded by profile", "", map[string]string{del: "true"}, inHA(cluster(def)), "excluded", []string{haOn}},
 		{"delete in profile", "", map[string]string{del: "true", haOn: "true"}, inHA(cluster(def)), "delete", []string{haOn, del}},
 		{"create-only", "", map[string]string{co: "true"}, cluster(def), "create-only", []string{co + `: "true"`}},
-		{"create-only not true", "", map[string]string{co: "false"}, cluster(def), "included", nil},
+		// The CVO reads create-only with strings.EqualFold (lib/resourceapply
+		// IsCreateOnly); any other value is an ordinary apply, not an error.
+		{"create-only True", "", map[string]string{co: "True"}, cluster(def), "create-only", []string{co + `: "True"`}},
+		{"create-only TRUE", "", map[string]string{co: "TRUE"}, cluster(def), "create-only", nil},
+		{"create-only not true", "", map[string]string{co: "false"}, cluster(def), "included", []string{co + `: "false" is not "true"`, "applied as usual"}},
+		{"create-only empty", "", map[string]string{co: ""}, cluster(def), "included", []string{co + `: ""`}},
+		{"create-only spaced", "", map[string]string{co: " true"}, cluster(def), "included", nil},
+		{"create-only excluded by profile", "", map[string]string{co: "True"}, inHA(cluster(def)), "excluded", []string{haOn}},
 		{"delete wins over create-only", "", map[string]string{co: "true", del: "true"}, cluster(def), "delete", nil},
 	}
 	for _, tt := range tests {
@@ -280,45 +296,6 @@ func TestFeatureSetOnly(t *testing.T) {
 	}
 }
 
-func TestFeaturesFromFeatureGate(t *testing.T) {
-	attrs := func(names ...configv1.FeatureGateName) []configv1.FeatureGateAttributes {
-		var out []configv1.FeatureGateAttributes
-		for _, n := range names {
-			out = append(out, configv1.FeatureGateAttributes{Name: n})
-		}
-		return out
-	}
-	fg := &configv1.FeatureGate{}
-	fg.Name = "cluster"
-	fg.Spec.FeatureSet = configv1.TechPreviewNoUpgrade
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{
-		{Version: "4.21.0", Enabled: attrs("Old"), Disabled: attrs("GateA")},
-		{Version: "4.22.0", Enabled: attrs("GateA"), Disabled: attrs("Old")},
-	}
-	f, err := FeaturesFromFeatureGate(fg, "4.22.0")
-	if err != nil || f.FeatureSetName() != TechPreviewNoUpgrade || !f.Enabled("GateA") || f.Enabled("Old") {
-		t.Errorf("version 4.22.0: %v, %v", f, err)
-	}
-	if f, err := FeaturesFromFeatureGate(fg, ""); err != nil || !f.Enabled("Old") || f.Enabled("GateA") {
-		t.Errorf("no version, want the first entry: %v, %v", f, err)
-	}
-	if _, err := FeaturesFromFeatureGate(fg, "4.23.0"); err == nil || !strings.Contains(err.Error(), `"4.23.0"`) || !strings.Contains(err.Error(), `"4.22.0"`) {
-		t.Errorf("missing version: err = %v, want one naming it and the versions present", err)
-	}
-	fg.Status.FeatureGates = nil
-	if _, err := FeaturesFromFeatureGate(fg, ""); err == nil || !strings.Contains(err.Error(), "status.featureGates") {
-		t.Errorf("no status: err = %v", err)
-	}
-	if _, err := FeaturesFromFeatureGate(nil, ""); err == nil {
-		t.Error("nil FeatureGate: no error")
-	}
-	fg.Spec.FeatureSet = configv1.Default
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{}}
-	if f, err := FeaturesFromFeatureGate(fg, ""); err != nil || f.FeatureSetName() != Default {
-		t.Errorf("empty feature set: %v, %v, want Default", f, err)
-	}
-}
-
 // The known feature sets are the module's, and the set library-go derives
 // (every feature set features.AllFeatureSets knows, plus CustomNoUpgrade).
 func TestKnownFeatureSetsFromModule(t *testing.T) {
@@ -361,6 +338,9 @@ func checkDecision(t *testing.T, d Decision) {
 	t.Helper()
 	if d.Included && d.Delete {
 		t.Errorf("decision %+v is both included and delete", d)
+	}
+	if d.Invalid && (d.Included || d.Delete) {
+		t.Errorf("decision %+v is invalid and included or delete", d)
 	}
 	if d.CreateOnly && !d.Included {
 		t.Errorf("decision %+v is create-only but not included", d)

@@ -14,6 +14,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata")
@@ -86,6 +88,23 @@ func readFeatureGate(t *testing.T, path string) *configv1.FeatureGate {
 	return fg
 }
 
+// payloadFeatures reads a payload FeatureGate file as the operator reads the
+// live object. The files are templates: their one status entry has no
+// version yet, and stands for the release's.
+func payloadFeatures(t *testing.T, fg *configv1.FeatureGate) featuregate.Snapshot {
+	t.Helper()
+	if len(fg.Status.FeatureGates) != 1 {
+		t.Fatalf("FeatureGate %s: %d status.featureGates entries, want the template's one", fg.Name, len(fg.Status.FeatureGates))
+	}
+	fg = fg.DeepCopy()
+	fg.Status.FeatureGates[0].Version = "payload"
+	s, err := featuregate.Read(fg, "payload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func (c parityCase) cluster(t *testing.T) Cluster {
 	t.Helper()
 	cl := Cluster{
@@ -96,11 +115,7 @@ func (c parityCase) cluster(t *testing.T) Cluster {
 		Overrides:         c.Overrides,
 	}
 	if c.FeatureGate != "" {
-		f, err := FeaturesFromFeatureGate(readFeatureGate(t, c.path(t, c.FeatureGate)), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl.Features = f
+		cl.Features = payloadFeatures(t, readFeatureGate(t, c.path(t, c.FeatureGate)))
 	}
 	if c.Capabilities != nil {
 		cl.Capabilities = CapabilitiesFromStatus(*c.Capabilities)
@@ -165,7 +180,9 @@ func TestLibraryGoParity(t *testing.T) {
 				d := Include(m.Object, cl)
 				checkDecision(t, d)
 				compared++
-				if got := d.Included || d.Delete; got != lg.Included {
+				// An invalid manifest is one library-go includes; the
+				// cluster-version-operator refuses it only at apply.
+				if got := d.Included || d.Delete || d.Invalid; got != lg.Included {
 					why := libraryGoDifference(m, cl)
 					if why == "" {
 						t.Errorf("%s: project %v; library-go included=%v %s", m, d, lg.Included, lg.Reason)
@@ -182,6 +199,61 @@ func TestLibraryGoParity(t *testing.T) {
 		}
 	}
 	t.Logf("%d decisions compared; documented differences: %v", compared, differences)
+}
+
+// TestCVOAnnotationParity runs the cluster-version-operator's own reading of
+// release.openshift.io/delete and release.openshift.io/create-only against
+// Include. The delete rows are those of the CVO's TestValidDeleteAnnotation
+// (lib/resourcedelete/helper_test.go) and more; ValidDeleteAnnotation
+// (lib/resourcedelete/helper.go) returns an error for any value but "true",
+// and the builders then neither delete nor apply. The create-only rows follow
+// IsCreateOnly (lib/resourceapply/interface.go), strings.EqualFold with
+// "true"; the generic builder (pkg/cvo/internal/generic.go Do) looks at delete
+// first, so an invalid delete value wins over create-only.
+func TestCVOAnnotationParity(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		// cvoDelete and cvoErr are ValidDeleteAnnotation's results;
+		// cvoCreateOnly is IsCreateOnly's.
+		cvoDelete, cvoErr, cvoCreateOnly bool
+	}{
+		{name: "no delete annotation", annotations: map[string]string{"foo": "bar"}},
+		{name: "no annotations"},
+		{name: "valid delete annotation", annotations: map[string]string{DeleteAnnotation: "true"}, cvoDelete: true},
+		{name: "invalid delete annotation", annotations: map[string]string{DeleteAnnotation: "false"}, cvoDelete: true, cvoErr: true},
+		{name: "delete True", annotations: map[string]string{DeleteAnnotation: "True"}, cvoDelete: true, cvoErr: true},
+		{name: "delete empty", annotations: map[string]string{DeleteAnnotation: ""}, cvoDelete: true, cvoErr: true},
+		{name: "delete yes", annotations: map[string]string{DeleteAnnotation: "yes"}, cvoDelete: true, cvoErr: true},
+		{name: "create-only true", annotations: map[string]string{CreateOnlyAnnotation: "true"}, cvoCreateOnly: true},
+		{name: "create-only True", annotations: map[string]string{CreateOnlyAnnotation: "True"}, cvoCreateOnly: true},
+		{name: "create-only TRUE", annotations: map[string]string{CreateOnlyAnnotation: "TRUE"}, cvoCreateOnly: true},
+		{name: "create-only false", annotations: map[string]string{CreateOnlyAnnotation: "false"}},
+		{name: "create-only empty", annotations: map[string]string{CreateOnlyAnnotation: ""}},
+		{name: "create-only 1", annotations: map[string]string{CreateOnlyAnnotation: "1"}},
+		{name: "invalid delete and create-only", annotations: map[string]string{DeleteAnnotation: "false", CreateOnlyAnnotation: "true"}, cvoDelete: true, cvoErr: true, cvoCreateOnly: true},
+		{name: "delete and create-only", annotations: map[string]string{DeleteAnnotation: "true", CreateOnlyAnnotation: "True"}, cvoDelete: true, cvoCreateOnly: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Include(object("", tt.annotations), Cluster{})
+			checkDecision(t, d)
+			var want string
+			switch {
+			case tt.cvoErr:
+				want = "invalid"
+			case tt.cvoDelete:
+				want = "delete"
+			case tt.cvoCreateOnly:
+				want = "create-only"
+			default:
+				want = "included"
+			}
+			if got := d.State(); got != want {
+				t.Errorf("Include() = %v, want %s as the cluster-version-operator", d, want)
+			}
+		})
+	}
 }
 
 func readJSON(t *testing.T, path string, v interface{}) {
@@ -225,14 +297,10 @@ func TestPayloadInclusion(t *testing.T) {
 				profile = p
 			}
 		}
-		features, err := FeaturesFromFeatureGate(fg, "")
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		c := Cluster{Features: features, Profile: profile, MajorVersion: &four}
-		ds, dups := Decide(ms, c)
-		if len(dups) != 0 {
-			t.Errorf("%s: duplicates: %v", filepath.Base(file), dups)
+		c := Cluster{Features: payloadFeatures(t, fg), Profile: profile, MajorVersion: &four}
+		ds, errs := Decide(ms, c)
+		if len(errs) != 0 {
+			t.Errorf("%s: %v", filepath.Base(file), errs)
 		}
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		var kept []string
@@ -244,7 +312,7 @@ func TestPayloadInclusion(t *testing.T) {
 		if len(kept) == 0 {
 			t.Errorf("%s: nothing included", name)
 		}
-		fmt.Fprintf(&b, "\n%s: feature set %s, profile %s, %d included\n%s\n", name, features.FeatureSetName(), profile, len(kept), strings.Join(kept, "\n"))
+		fmt.Fprintf(&b, "\n%s: feature set %s, profile %s, %d included\n%s\n", name, c.Features.FeatureSetName(), profile, len(kept), strings.Join(kept, "\n"))
 	}
 	golden := filepath.Join("testdata", "payload-included.golden")
 	if *update {

@@ -29,24 +29,46 @@ type Report struct {
 	FeatureSets []string
 }
 
-// Decide returns the decision of Include for each manifest of ms on c, and
-// a *DuplicateError for each manifest that is not excluded and defines the
-// same object as an earlier one that is not either.
+// InvalidError is a manifest Include decided Invalid: every inclusion rule
+// keeps it, but an annotation asks for what the cluster-version-operator
+// refuses, so nothing is done with it. It is an error, not an exclusion, so
+// that callers report it (the operator is Degraded, the command exits 1).
+type InvalidError struct {
+	Manifest Manifest
+	// Reason is the decision's: the annotation and its value.
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("%s: %s", e.Manifest, e.Reason)
+}
+
+// Decide returns the decision of Include for each manifest of ms on c; an
+// *InvalidError for each manifest decided Invalid, in order; then a
+// *DuplicateError for each manifest that is included or deleted and defines
+// the same object as an earlier one that is too.
 func Decide(ms []Manifest, c Cluster) ([]Decision, []error) {
 	ds := make([]Decision, len(ms))
-	var kept []Manifest
+	var (
+		kept []Manifest
+		errs []error
+	)
 	for i, m := range ms {
 		ds[i] = Include(m.Object, c)
-		if ds[i].Included || ds[i].Delete {
+		switch {
+		case ds[i].Included || ds[i].Delete:
 			kept = append(kept, m)
+		case ds[i].Invalid:
+			errs = append(errs, &InvalidError{Manifest: m, Reason: ds[i].Reason})
 		}
 	}
-	return ds, Duplicates(kept)
+	return ds, append(errs, Duplicates(kept)...)
 }
 
 // WriteReport writes, for each manifest, the decision of Include in each
-// column of r, then the load errors and the duplicates among the manifests
-// a column keeps.
+// column of r, then the load errors, the manifests decided invalid (once
+// each, however many columns) and the duplicates among the manifests a
+// column keeps.
 //
 // format "" or "table" is an aligned text table with one column per feature
 // set and the reasons last; "json" is a single JSON object
@@ -70,17 +92,16 @@ func WriteReport(w io.Writer, r Report, format string) error {
 	}
 	errs := slices.Clone(r.LoadErrors)
 	sets := make([]string, len(cols))
+	invalid := map[string]bool{}
 	for j, col := range cols {
 		sets[j] = col.FeatureSetName()
 		c := r.Cluster
 		c.Features = col
-		ds, dups := Decide(r.Manifests, c)
+		ds, decideErrs := Decide(r.Manifests, c)
 		for i := range rows {
 			rows[i].decisions[j] = ds[i]
 		}
-		for _, d := range dups {
-			errs = append(errs, fmt.Errorf("%s: %w", sets[j], d))
-		}
+		errs = appendColumnErrors(errs, sets[j], decideErrs, invalid)
 	}
 	switch format {
 	case "", "table":
@@ -92,8 +113,28 @@ func WriteReport(w io.Writer, r Report, format string) error {
 	}
 }
 
+// appendColumnErrors appends the errors Decide gave for the column of set.
+// A duplicate is the column's own, so it is prefixed with set; an
+// *InvalidError says the same whatever the column, so it is listed once,
+// the first time (seen holds those listed), unprefixed: the decisions show
+// in which columns.
+func appendColumnErrors(errs []error, set string, decideErrs []error, seen map[string]bool) []error {
+	for _, e := range decideErrs {
+		if _, ok := errors.AsType[*InvalidError](e); !ok {
+			errs = append(errs, fmt.Errorf("%s: %w", set, e))
+			continue
+		}
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			errs = append(errs, e)
+		}
+	}
+	return errs
+}
+
 // HasErrors reports whether WriteReport lists errors for r: load errors, or
-// two kept manifests for one object in some column.
+// in some column a manifest decided invalid or two kept manifests for one
+// object.
 func HasErrors(r Report) bool {
 	if len(r.LoadErrors) > 0 {
 		return true
@@ -105,7 +146,7 @@ func HasErrors(r Report) bool {
 	for _, col := range cols {
 		c := r.Cluster
 		c.Features = col
-		if _, dups := Decide(r.Manifests, c); len(dups) > 0 {
+		if _, errs := Decide(r.Manifests, c); len(errs) > 0 {
 			return true
 		}
 	}
@@ -149,7 +190,7 @@ func reportFeatureSets(featureSets []string) ([]string, error) {
 	return sets, nil
 }
 
-func writeTable(w io.Writer, rows []reportRow, loadErrs []error, sets []string) error {
+func writeTable(w io.Writer, rows []reportRow, errs []error, sets []string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	header := []string{"FILE", "DOC", "KIND", "NAME"}
 	for _, s := range sets {
@@ -176,9 +217,9 @@ func writeTable(w io.Writer, rows []reportRow, loadErrs []error, sets []string) 
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if len(loadErrs) > 0 {
-		fmt.Fprintf(w, "\n%d load error(s):\n", len(loadErrs))
-		for _, e := range loadErrs {
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "\n%d error(s):\n", len(errs))
+		for _, e := range errs {
 			if _, err := fmt.Fprintf(w, "  %v\n", e); err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
@@ -239,6 +280,7 @@ type jsonDecision struct {
 	Included   bool   `json:"included"`
 	Delete     bool   `json:"delete"`
 	CreateOnly bool   `json:"createOnly"`
+	Invalid    bool   `json:"invalid"`
 	Reason     string `json:"reason"`
 }
 
@@ -248,7 +290,7 @@ type jsonError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, c Cluster) error {
+func writeJSON(w io.Writer, rows []reportRow, errs []error, sets []string, c Cluster) error {
 	out := jsonReport{Profile: c.Profile, FeatureSets: sets, Manifests: []jsonManifest{}, Errors: []jsonError{},
 		Cluster: jsonCluster{MajorVersion: c.MajorVersion, ExcludeIdentifier: c.ExcludeIdentifier, Overrides: c.Overrides}}
 	if c.Capabilities != nil {
@@ -271,11 +313,12 @@ func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, c
 		}
 		out.Manifests = append(out.Manifests, jm)
 	}
-	for _, e := range loadErrs {
+	for _, e := range errs {
 		je := jsonError{Error: e.Error()}
 		var (
 			le  *LoadError
 			dup *DuplicateError
+			inv *InvalidError
 		)
 		switch {
 		case errors.As(e, &le):
@@ -286,6 +329,9 @@ func writeJSON(w io.Writer, rows []reportRow, loadErrs []error, sets []string, c
 		case errors.As(e, &dup):
 			je.File = dup.Second.File
 			je.Index = &dup.Second.Index
+		case errors.As(e, &inv):
+			je.File = inv.Manifest.File
+			je.Index = &inv.Manifest.Index
 		}
 		out.Errors = append(out.Errors, je)
 	}

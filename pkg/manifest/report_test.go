@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -60,7 +61,7 @@ func TestWriteReportTable(t *testing.T) {
 		"no release.openshift.io/feature-set or release.openshift.io/feature-gate annotation",
 		`TechPreviewNoUpgrade: release.openshift.io/feature-gate: "TechPreviewNoUpgrade" includes feature set TechPreviewNoUpgrade`,
 		`release.openshift.io/delete: "true"`,
-		"1 load error(s):\n  0000_95_bad.yaml[0]: missing metadata.name\n",
+		"1 error(s):\n  0000_95_bad.yaml[0]: missing metadata.name\n",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report does not contain %q:\n%s", s, out)
@@ -89,7 +90,7 @@ func TestWriteReportTableOneSet(t *testing.T) {
 	if gone := strings.Join(rows[4], " "); !strings.HasPrefix(gone, "0000_90_gone.yaml 0 ConfigMap default/gone excluded include.release.openshift.io/self-managed-high-availability is not set") {
 		t.Errorf("delete row = %q", gone)
 	}
-	if strings.Contains(out, "load error") {
+	if strings.Contains(out, "error(s)") {
 		t.Errorf("report without load errors mentions them:\n%s", out)
 	}
 }
@@ -167,5 +168,109 @@ func TestWriteReportErrors(t *testing.T) {
 	}
 	if err := WriteReport(&buf, Report{FeatureSets: []string{"TechPreview"}}, ""); err == nil || !strings.Contains(err.Error(), `"TechPreview"`) {
 		t.Errorf("unknown feature set: err = %v, want one naming it", err)
+	}
+}
+
+// invalidInput is a payload with a manifest the cluster-version-operator
+// refuses everywhere (release.openshift.io/delete: "false", second document
+// of its file), one it refuses only where TechPreviewNoUpgrade includes it,
+// and a valid delete.
+func invalidInput(t *testing.T) []Manifest {
+	t.Helper()
+	cm := func(name, annotations string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: default\n  annotations:\n" + annotations
+	}
+	dir := writeFiles(t, map[string]string{
+		"0000_10_gone.yaml": cm("gone", "    release.openshift.io/delete: \"true\"\n"),
+		"0000_20_bad.yaml": cm("fine", "    a: b\n") + "---\n" +
+			cm("kept", "    release.openshift.io/delete: \"false\"\n    release.openshift.io/create-only: \"true\"\n"),
+		"0000_30_tp.yaml": cm("tp", "    release.openshift.io/delete: \"True\"\n    release.openshift.io/feature-set: TechPreviewNoUpgrade\n"),
+	})
+	ms, errs := Load(dir)
+	if len(errs) != 0 || len(ms) != 4 {
+		t.Fatalf("Load() = %v, %v", ms, errs)
+	}
+	return ms
+}
+
+// A delete value other than "true" is an error naming the file, document,
+// object and value; the manifest is neither applied nor deleted, and the
+// others are decided as usual.
+func TestDecideInvalid(t *testing.T) {
+	ms := invalidInput(t)
+	ds, errs := Decide(ms, Cluster{})
+	var states []string
+	for _, d := range ds {
+		checkDecision(t, d)
+		states = append(states, d.State())
+	}
+	if got := strings.Join(states, " "); got != "delete included invalid excluded" {
+		t.Errorf("states = %s, want delete included invalid excluded", got)
+	}
+	want := `0000_20_bad.yaml[1] ConfigMap default/kept: release.openshift.io/delete: "false" is not "true"`
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), want) {
+		t.Fatalf("errors = %q, want one starting %q", errorStrings(errs), want)
+	}
+	inv, ok := errors.AsType[*InvalidError](errs[0])
+	if !ok || inv.Manifest.File != "0000_20_bad.yaml" || inv.Manifest.Index != 1 || inv.Reason != ds[2].Reason {
+		t.Errorf("error = %#v, want an *InvalidError for 0000_20_bad.yaml[1] with the decision's reason", errs[0])
+	}
+	_, errs = Decide(ms, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)})
+	if got := errorStrings(errs); len(got) != 2 || !strings.HasPrefix(got[1], `0000_30_tp.yaml[0] ConfigMap default/tp: release.openshift.io/delete: "True"`) {
+		t.Errorf("TechPreviewNoUpgrade errors = %q, want kept's then tp's", got)
+	}
+}
+
+// The report lists each invalid manifest once however many columns refuse
+// it, shows the state "invalid", and HasErrors is true.
+func TestWriteReportInvalid(t *testing.T) {
+	ms := invalidInput(t)
+	r := Report{Manifests: ms}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, r, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	rows := tableRows(out)
+	for i, w := range [][]string{
+		{"0000_20_bad.yaml", "1", "ConfigMap", "default/kept", "invalid", "invalid", "invalid", "invalid", "invalid"},
+		{"0000_30_tp.yaml", "0", "ConfigMap", "default/tp", "excluded", "invalid", "excluded", "excluded", "excluded"},
+	} {
+		if got := rows[i+3]; len(got) < len(w) || strings.Join(got[:len(w)], " ") != strings.Join(w, " ") {
+			t.Errorf("row %d = %q, want prefix %q", i+3, got, w)
+		}
+	}
+	if !strings.Contains(out, "\n2 error(s):\n  0000_20_bad.yaml[1] ConfigMap default/kept: release.openshift.io/delete: \"false\"") ||
+		strings.Count(out, "  0000_20_bad.yaml[1] ConfigMap default/kept:") != 1 {
+		t.Errorf("report does not list each invalid manifest once:\n%s", out)
+	}
+	if !HasErrors(r) {
+		t.Error("HasErrors() = false with an invalid manifest")
+	}
+	if HasErrors(Report{Manifests: ms[:2]}) {
+		t.Error("HasErrors() = true without an invalid manifest")
+	}
+
+	buf.Reset()
+	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{TechPreviewNoUpgrade}}, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Manifests []struct {
+			Decisions map[string]struct{ Included, Delete, Invalid bool }
+		}
+		Errors []struct {
+			File  string
+			Index *int
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if d := got.Manifests[2].Decisions[TechPreviewNoUpgrade]; !d.Invalid || d.Included || d.Delete {
+		t.Errorf("kept decision = %+v, want invalid only", d)
+	}
+	if len(got.Errors) != 2 || got.Errors[1].File != "0000_30_tp.yaml" || got.Errors[1].Index == nil || *got.Errors[1].Index != 0 {
+		t.Errorf("errors = %+v, want kept's and tp's with file and index", got.Errors)
 	}
 }

@@ -150,9 +150,9 @@ func (b *bench) measureChange(ctx context.Context) *section {
 			}
 		}
 	}
-	if n, err := countEvents(ctx, pl, featuregate.ReasonFeatureGateChanged); err == nil {
+	if n, err := countEvents(ctx, pl, "FeatureGateChanged"); err == nil {
 		runs := len(proc.op.Values)
-		note := fmt.Sprintf("Each process run should leave one `%s` Warning Event; the API server holds %d for %d runs.", featuregate.ReasonFeatureGateChanged, n, runs)
+		note := fmt.Sprintf("Each process run should leave one `%s` Warning Event; the API server holds %d for %d runs.", "FeatureGateChanged", n, runs)
 		if n < runs {
 			note += fmt.Sprintf(" Events go missing when the process exits, a few milliseconds after asking to stop, before they are written; %d runs logged `Unable to write event`.", lost)
 		}
@@ -271,23 +271,20 @@ func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
 	guard, err := featuregate.NewGuard(cfg, featuregate.Options{
-		Version: benchVersion, EventSource: "bench", Cancel: mcancel,
+		Version: benchVersion, EventSource: "bench",
 		Registry: prometheus.NewRegistry(), Logger: logger, // its controller logs "Starting workers"
 	})
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(guard.RESTConfig(), guard.ManagerOptions(ctrl.Options{
+	mgr, err := guard.NewManager(ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	}))
+	})
 	if err != nil {
-		return err
-	}
-	if err := guard.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	done := make(chan error, 1)

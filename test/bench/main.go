@@ -57,6 +57,7 @@ var groups = []struct {
 	{"change", (*bench).measureChange},
 	{"ready", (*bench).measureReady},
 	{"outage", (*bench).measureOutage},
+	{"outage", (*bench).measureAfterOutage},
 	{"apply", (*bench).measureApply},
 	{"handover", (*bench).measureHandover},
 	{"kubelet", (*bench).measureKubelet},

@@ -245,3 +245,97 @@ func (b *bench) outageRun(ctx context.Context, pl *plane, second client.Client, 
 	}
 	return nil
 }
+
+// measureAfterOutage is the change that lands just after the API returns:
+// the operator's first reads after the outage may precede it, and its
+// informer's watch may still be waiting out client-go's backoff.
+func (b *bench) measureAfterOutage(ctx context.Context) *section {
+	sec := &section{Name: "after-outage", Title: "Change just after the API returns → exit"}
+	sec.Method = []string{
+		"One control plane. Every run starts a fresh operator and waits until it runs (FeatureGate workers started, applier ran once, then 1 s), stops the API server, " +
+			"starts it again, and as soon as the harness's first read through it succeeds (one started every 10 ms) waits a delay that spreads the runs over 0–2 s, " +
+			"then flips the gate through that API server. Measured from the flip's update being sent to the operator's exit, and to its `requesting shutdown` line.",
+	}
+	const target = time.Second
+	exit := &series{Label: "change just after the API returns → process exited", Short: "after outage: change -> exit", Target: target}
+	detect := &series{Label: "change just after the API returns → `requesting shutdown` logged", Short: "after outage: change -> detected"}
+	sec.Series = []*series{exit, detect}
+	pl, err := b.featureGatePlane(ctx, "after-outage")
+	if err != nil {
+		sec.Err = err
+		return sec
+	}
+	defer pl.stop()
+	var e errs
+	by := map[string]int{}
+	runs := 2 * b.frac(3, 1)
+	for i := 0; i < runs && ctx.Err() == nil; i++ {
+		delay := time.Duration(float64(2*time.Second) * float64(i) / float64(runs))
+		e.add(i, b.afterOutageRun(ctx, pl, i, delay, exit, detect, by))
+	}
+	sec.Err = e.err()
+	if len(by) > 0 {
+		var parts []string
+		for k, n := range by {
+			parts = append(parts, fmt.Sprintf("%q %d", k, n))
+		}
+		sort.Strings(parts)
+		sec.Notes = append(sec.Notes, "Detected by (the log line's `detectedBy`): "+strings.Join(parts, ", ")+".")
+	}
+	if s := summarize(exit.Values); s.N > 0 {
+		sec.Checks = append(sec.Checks, check{"≤ 1 s (p99)", "p99 " + fmtDur(s.P99) + ", p50 " + fmtDur(s.P50), s.P99 <= target})
+	}
+	return sec
+}
+
+func (b *bench) afterOutageRun(ctx context.Context, pl *plane, i int, delay time.Duration, exit, detect *series, by map[string]int) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	p, err := b.operator(pl, fmt.Sprintf("after-outage-%d", i))
+	if err != nil {
+		return err
+	}
+	defer p.Stop(10 * time.Second)
+	for _, line := range []string{`"Starting workers"`, `"Manifests applied"`} {
+		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
+			return err
+		}
+	}
+	if err := sleep(ctx, time.Second); err != nil {
+		return err
+	}
+	f, err := prepareFlip(ctx, pl.c)
+	if err != nil {
+		return err
+	}
+	if err := pl.cp.StopAPIServer(); err != nil {
+		return fmt.Errorf("stop the API server: %w", err)
+	}
+	if _, err := restartAPI(ctx, pl); err != nil {
+		return err
+	}
+	if err := sleep(ctx, delay); err != nil {
+		return err
+	}
+	sent, _, err := f.timed(ctx, pl.c)
+	if err != nil {
+		return err
+	}
+	exited, err := p.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Err(); err != nil {
+		return fmt.Errorf("operator exit: %w", err)
+	}
+	exit.add(exited.Sub(sent))
+	if l, ok := p.Log.Find(testharness.Contains("requesting shutdown")); ok {
+		detect.add(l.At().Sub(sent))
+		detectedBy := l.Get("detectedBy")
+		if detectedBy == "" {
+			detectedBy = "?"
+		}
+		by[detectedBy]++
+	}
+	return nil
+}

@@ -1,65 +1,193 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/internal/testharness"
 )
 
-// examples/consumer, a separate module whose main() only wires the guard,
-// gets the whole behaviour: not ready while the API is down, ready after,
-// a gate change made during an outage detected once the API returns, exit 0.
-func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
-	lane(t)
-	g := NewWithT(t)
+// examples/consumer is an operator written the kubebuilder way on top of the
+// guard: it writes the feature set and the state of its --gate into every
+// ConfigMap labelled app=consumer, and only while the guard vouches for its
+// snapshot.
+const (
+	consumerVersion  = "4.99.0"
+	consumerGate     = "GateA"
+	msgActed         = "Acted on the feature set"
+	consumerConfigCM = "consumer-settings"
+	// watchDelivery is how long after a change's write returned a process
+	// may still act on the old state: the time the API server takes to
+	// deliver the change on the guard's watch, and nothing more.
+	watchDelivery = 100 * time.Millisecond
+)
+
+// logStopped is the consumer's last line, whose reason is the guard's
+// StopReason or "signal".
+var logStopped = testharness.All(testharness.Message("Stopped"), testharness.HasKey("reason"))
+
+// actedWith selects the consumer's "Acted" lines for one gate state.
+func actedWith(enabled bool) testharness.Match {
+	return testharness.All(testharness.Message(msgActed), testharness.KeyEquals("enabled", strconv.FormatBool(enabled)))
+}
+
+// buildConsumer builds examples/consumer, its own module, into a test
+// directory.
+func buildConsumer(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "consumer")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	build.Dir = filepath.Join(repoRoot, "examples", "consumer")
-	out, err := build.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "build examples/consumer: %s", out)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build examples/consumer: %v\n%s", err, out)
+	}
+	return bin
+}
 
-	const version = "4.99.0"
+// consumerOptions runs the consumer against kubeconfig for consumerVersion,
+// with nanosecond log timestamps (the zap flags' default has whole seconds).
+func consumerOptions(t *testing.T, name, bin, kubeconfig string, args ...string) testharness.Options {
+	probe := testharness.FreeAddr(t)
+	return testharness.Options{Name: name, Path: bin, Probe: probe, Args: append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--health-probe-bind-address=" + probe,
+		"--release-version=" + consumerVersion,
+		"--gate=" + consumerGate,
+		"--zap-time-encoding=rfc3339nano",
+	}, args...)}
+}
+
+// setUpConsumerCluster creates the FeatureGate (consumerGate enabled or
+// not, for consumerVersion) and a ConfigMap labelled app=consumer in
+// "default".
+func setUpConsumerCluster(t *testing.T, c client.Client, gateEnabled bool) {
+	t.Helper()
+	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, func(fg *configv1.FeatureGate) {
+		fg.Status.FeatureGates = []configv1.FeatureGateDetails{consumerGates(gateEnabled)}
+	}))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: consumerConfigCM, Labels: map[string]string{"app": "consumer"}}}
+	if err := c.Create(t.Context(), cm); err != nil {
+		t.Fatalf("create ConfigMap: %v", err)
+	}
+}
+
+// consumerGates is the status entry for consumerVersion: consumerGate
+// enabled or disabled, GateB the other way.
+func consumerGates(gateEnabled bool) configv1.FeatureGateDetails {
+	on, off := []string{consumerGate}, []string{"GateB"}
+	if !gateEnabled {
+		on, off = off, on
+	}
+	return controlplane.GateDetails(consumerVersion, on, off)
+}
+
+// setConsumerGate flips consumerGate in status.featureGates with one merge
+// patch of the status subresource, as the cluster-config-operator would
+// publish it.
+func setConsumerGate(ctx context.Context, c client.Client, enabled bool) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"featureGates": []configv1.FeatureGateDetails{consumerGates(enabled)}}})
+	if err != nil {
+		return err
+	}
+	fg := controlplane.FeatureGate("")
+	return c.Status().Patch(ctx, fg, client.RawPatch(types.MergePatchType, patch))
+}
+
+// consumerData is the consumer's ConfigMap's data, nil when it cannot be
+// read.
+func consumerData(t *testing.T, c client.Client) map[string]string {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: consumerConfigCM}, cm); err != nil {
+		return nil
+	}
+	return cm.Data
+}
+
+// staleActs are the "Acted" lines for the state enabled logged later than
+// after.
+func staleActs(o *testharness.Process, enabled bool, after time.Time) []string {
+	var out []string
+	for _, l := range o.Log.Lines() {
+		if actedWith(enabled).Matches(l) && l.At().After(after) {
+			out = append(out, l.Raw)
+		}
+	}
+	return out
+}
+
+// examples/consumer, a separate module written the kubebuilder way (its own
+// cached type with a Cache.ByObject entry, a controller built with
+// ctrl.NewControllerManagedBy), gets the whole guard: started with the API
+// down it waits, not ready, longer than its controller's cache-sync
+// timeout, without exiting; once the API returns it is ready and acts on the
+// feature set; a gate change ends it with exit 0, and it does not act on the
+// old state once the change is readable; its restart reads the new value;
+// SIGTERM is exit 0 too.
+func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	bin := buildConsumer(t)
+
 	cp := startControlPlane(t, nil)
 	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.StatusGates(version, []string{"GateA"}, []string{"GateB"})))
+	setUpConsumerCluster(t, c, true)
+	bystander := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bystander"}}
+	g.Expect(c.Create(t.Context(), bystander)).To(Succeed())
 	kc := testharness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
-	probe := testharness.FreeAddr(t)
-	o := testharness.StartT(t, testharness.Options{Name: "consumer", Path: bin, Probe: probe,
-		Args: []string{"--kubeconfig=" + kc, "--health-probe-bind-address=" + probe, "--release-version=" + version}})
+	const cacheSyncTimeout = time.Second
+	o := testharness.StartT(t, consumerOptions(t, "consumer", bin, kc, "--resync=200ms", "--cache-sync-timeout="+cacheSyncTimeout.String()))
 	g.Eventually(o.ReadyzStatus).WithTimeout(readyTimeout).Should(Equal(http.StatusInternalServerError))
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
-	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
+	g.Expect(notReadyWindow).To(BeNumerically(">", 2*cacheSyncTimeout))
+	g.Consistently(func() bool { return o.Running() && !o.Ready() }).WithTimeout(notReadyWindow).Should(BeTrue(),
+		"API down at start: alive and not ready for longer than the controller's cache-sync timeout")
+	g.Expect(o.Log.IndexWhere(testharness.Message(msgActed))).To(Equal(-1), "nothing acted on without a snapshot")
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(testharness.All(logSnapshot, testharness.KeyEquals("snapshot", "Default (version "+version+": enabled [GateA], disabled [GateB])")))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(testharness.All(logSnapshot, testharness.KeyEquals("snapshot", "Default (version "+consumerVersion+": enabled [GateA], disabled [GateB])")))).To(BeNumerically(">=", 0))
+	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(Equal(map[string]string{"featureSet": "Default", consumerGate: "enabled"}))
+	g.Expect(o.WaitForLog(msgActed, readyTimeout)).To(Succeed())
+	g.Expect(o.Log.IndexWhere(testharness.All(actedWith(true), testharness.KeyEquals("configMap", "default/"+consumerConfigCM),
+		testharness.KeyEquals("featureSet", "Default"), testharness.KeyEquals("gate", consumerGate)))).To(BeNumerically(">=", 0))
+	g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(bystander), bystander)).To(Succeed())
+	g.Expect(bystander.Data).To(BeEmpty(), "a ConfigMap without the label is not the consumer's")
 
-	// GateB is enabled through a second API server while the consumer's is down.
-	g.Expect(cp.StopAPIServer()).To(Succeed())
-	second, err := cp.SecondAPIServer()
-	g.Expect(err).NotTo(HaveOccurred())
-	sc := testharness.Client(t, second)
-	fg := &configv1.FeatureGate{}
-	g.Expect(sc.Get(t.Context(), client.ObjectKey{Name: "cluster"}, fg)).To(Succeed())
-	fg.Status.FeatureGates[0].Enabled = controlplane.GateAttributes("GateA", "GateB")
-	fg.Status.FeatureGates[0].Disabled = controlplane.GateAttributes()
-	g.Expect(sc.Status().Update(t.Context(), fg)).To(Succeed())
-	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "nothing to see while its API server is down")
+	g.Expect(setConsumerGate(t.Context(), c, false)).To(Succeed())
+	changed := time.Now()
+	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
+	t.Logf("consumer exited %dms after the gate change", o.ExitedAt().Sub(changed).Milliseconds())
+	const diff = "gate GateA enabled -> disabled in status for version " + consumerVersion
+	line, ok := o.Log.Find(testharness.All(changedBy(diff), testharness.HasKey("detectedBy")))
+	g.Expect(ok).To(BeTrue(), "the change is logged, with detectedBy")
+	t.Logf("detected by %s %dms after the gate change", line.Get("detectedBy"), line.At().Sub(changed).Milliseconds())
+	g.Expect(o.Log.IndexWhere(testharness.All(logStopped, testharness.KeyContains("reason", diff)))).To(BeNumerically(">=", 0))
+	g.Expect(staleActs(o, true, changed.Add(watchDelivery))).To(BeEmpty(), "acted on the old state once the change was readable")
+	g.Expect(errorLines(o.Log)).To(BeEmpty())
 
-	g.Expect(cp.StartAPIServer()).To(Succeed())
-	back := time.Now()
-	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
-	t.Logf("consumer exited %.2fs after its API server returned", time.Since(back).Seconds())
-	g.Expect(o.Log.IndexWhere(changedBy("gate GateB disabled -> enabled in status for version " + version))).To(BeNumerically(">=", 0))
+	// The restart reads the new value and acts on it; SIGTERM is exit 0.
+	next := testharness.StartT(t, consumerOptions(t, "consumer-restarted", bin, kc))
+	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(HaveKeyWithValue(consumerGate, "disabled"))
+	g.Expect(next.Signal(syscall.SIGTERM)).To(Succeed())
+	g.Expect(next.WaitExit(exitTimeout)).To(Equal(0))
+	g.Expect(next.Log.IndexWhere(testharness.All(logStopped, testharness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
+	g.Expect(next.Log.IndexWhere(logChanged)).To(Equal(-1))
 }

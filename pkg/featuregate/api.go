@@ -1,0 +1,150 @@
+package featuregate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// apiSource reads the FeatureGate from the API server, live: a GET for a
+// read, and a watch from that read's resourceVersion to follow it. Neither
+// retries on its own. client-go otherwise retries a GET on its own schedule
+// (ten times on a dropped connection, and after a 429's Retry-After, which a
+// stopping kube-apiserver sets to 5 s), and its reflector backs off for
+// seconds before resuming a watch: the guard owns its retries, because a
+// change made around an outage must be seen the moment the API answers.
+type apiSource struct {
+	rc   *rest.RESTClient
+	name string
+	// establish bounds how long a list or watch may take to be answered: a starting
+	// kube-apiserver can hold requests for seconds.
+	establish time.Duration
+}
+
+func newAPISource(cfg *rest.Config, name string) (*apiSource, error) {
+	scheme := runtime.NewScheme()
+	if err := configv1.Install(scheme); err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &configv1.GroupVersion
+	cfg.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("FeatureGate client: %w", err)
+	}
+	return &apiSource{rc: rc, name: name, establish: 2 * time.Second}, nil
+}
+
+func (a *apiSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
+	fg := &configv1.FeatureGate{}
+	if err := a.rc.Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg); err != nil {
+		return nil, describeReadError(a.name, err)
+	}
+	return fg, nil
+}
+
+// follow lists the FeatureGate, reports it when it is not from, and
+// watches it from the list's resourceVersion, vouching for the view from the
+// moment the API server answered the watch. Watching from the list, not from
+// from's own resourceVersion: after an API server restart its watch cache
+// starts at the current revision, and a watch from an older one (the
+// FeatureGate's last change, when anything else was written since) fails at
+// once as "too old".
+func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, following func(), seen func(*configv1.FeatureGate) bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	list := &configv1.FeatureGateList{}
+	selector := fields.OneTermEqualSelector("metadata.name", a.name).String()
+	listCtx, listed := context.WithTimeout(ctx, a.establish)
+	err := a.rc.Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{FieldSelector: selector}, metav1.ParameterCodec).
+		MaxRetries(0).Do(listCtx).Into(list)
+	listed()
+	if err != nil {
+		return fmt.Errorf("list FeatureGate %s: %w", a.name, err)
+	}
+	for i := range list.Items {
+		if fg := &list.Items[i]; fg.ResourceVersion != from.ResourceVersion && seen(fg) {
+			return nil
+		}
+	}
+	// Servers end watches after a while; five to six minutes, jittered so
+	// that replicas do not come back together.
+	timeout := int64(300 + rand.IntN(60))
+	answered := time.AfterFunc(a.establish, cancel)
+	w, err := a.rc.Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{
+		FieldSelector:       selector,
+		ResourceVersion:     list.ResourceVersion,
+		Watch:               true,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	}, metav1.ParameterCodec).MaxRetries(0).Watch(ctx)
+	if !answered.Stop() { // the timer cancelled the request
+		if w != nil {
+			w.Stop()
+		}
+		return fmt.Errorf("watch FeatureGate %s: not answered within %s", a.name, a.establish)
+	}
+	if err != nil {
+		return fmt.Errorf("watch FeatureGate %s: %w", a.name, err)
+	}
+	defer w.Stop()
+	established := time.Now()
+	following()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if ctx.Err() != nil || time.Since(established) >= time.Duration(timeout)*time.Second {
+					return nil // the server's timeout: an ordinary end
+				}
+				return fmt.Errorf("watch FeatureGate %s ended after %s", a.name, time.Since(established).Round(time.Millisecond))
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				if fg, ok := ev.Object.(*configv1.FeatureGate); ok && seen(fg) {
+					return nil
+				}
+			case watch.Error:
+				return fmt.Errorf("watch FeatureGate %s: %w", a.name, apierrors.FromObject(ev.Object))
+			}
+			// Deleted: the FeatureGate controller reports it; the snapshot is
+			// all there is, and the watch goes on to see it come back.
+		}
+	}
+}
+
+// errNotFound is an absent FeatureGate, as the API says it.
+var errNotFound = errors.New("not found")
+
+// describeReadError tells an absent object from an absent API: both leave us
+// without a snapshot, but they call for different fixes. Without the CRD the
+// API server answers a bare "404 page not found", which client-go turns into
+// a NotFound that also names the object, marked UnexpectedServerResponse.
+func describeReadError(name string, err error) error {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeUnexpectedServerResponse) &&
+		errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
+		return fmt.Errorf("FeatureGate %s %w", name, errNotFound)
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return fmt.Errorf("FeatureGate API not served (is the config.openshift.io CRD installed?): %w", err)
+	default:
+		return fmt.Errorf("get FeatureGate %s: %w", name, err)
+	}
+}

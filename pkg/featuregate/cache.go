@@ -1,0 +1,180 @@
+package featuregate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// deferredCache is the manager's cache, built once the snapshot is taken.
+// Building a cache asks the API whether each Cache.ByObject type is
+// namespaced, and so does adding a field index: with the API down at start
+// the manager could not even be built. By the time the snapshot is taken
+// the API has answered, and nothing reads through the cache before then:
+// everything that does starts after the snapshot.
+type deferredCache struct {
+	taken <-chan struct{}
+	build func() (cache.Cache, error)
+	log   logr.Logger
+
+	mu      sync.Mutex
+	indexes []fieldIndex
+	cache   cache.Cache
+	ready   chan struct{}
+}
+
+type fieldIndex struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+func newDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), log logr.Logger) *deferredCache {
+	return &deferredCache{taken: taken, build: build, log: log, ready: make(chan struct{})}
+}
+
+// Start builds the cache once the snapshot is taken, retrying while the API
+// cannot answer, and runs it until ctx ends.
+func (d *deferredCache) Start(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-d.taken:
+	}
+	// A kube-apiserver that has just started answers reads before its
+	// discovery serves every CRD's group: the first builds may fail, and
+	// are retried.
+	var c cache.Cache
+	var applied int
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 5 * time.Second}
+	var quiet quietLog
+	for {
+		var err error
+		if c, applied, err = d.buildWithIndexes(ctx); err == nil {
+			break
+		}
+		delay := backoff.Step()
+		if failures, ok := quiet.due(err, time.Now()); ok {
+			d.log.Info("Cache not built yet; retrying", "failures", failures, "retryIn", delay.String(), "error", err.Error())
+		}
+		if !sleep(ctx, delay) {
+			return nil
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- c.Start(ctx) }()
+	// Publish only once the cache serves reads: a read the snapshot released
+	// must wait for it, not fail with ErrCacheNotStarted.
+	if !c.WaitForCacheSync(ctx) {
+		return <-errc
+	}
+	d.mu.Lock()
+	// Indexes recorded while the cache was being built.
+	for _, ix := range d.indexes[applied:] {
+		if err := c.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
+			d.mu.Unlock()
+			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	d.cache = c
+	close(d.ready)
+	d.mu.Unlock()
+	return <-errc
+}
+
+func (d *deferredCache) buildWithIndexes(ctx context.Context) (cache.Cache, int, error) {
+	c, err := d.build()
+	if err != nil {
+		return nil, 0, fmt.Errorf("build the manager's cache: %w", err)
+	}
+	d.mu.Lock()
+	indexes := d.indexes
+	d.mu.Unlock()
+	for _, ix := range indexes {
+		if err := c.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
+			return nil, 0, fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return c, len(indexes), nil
+}
+
+// built waits for the cache.
+func (d *deferredCache) built(ctx context.Context) (cache.Cache, error) {
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cache not built yet: %w", ctx.Err())
+	case <-d.ready:
+		return d.cache, nil
+	}
+}
+
+// WaitForCacheSync is true at once before the cache is built: no informer
+// exists then, and each informer asked for later is waited for by whoever
+// asked (a controller's own cache-sync wait).
+func (d *deferredCache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-d.ready:
+		return d.cache.WaitForCacheSync(ctx)
+	default:
+		return true
+	}
+}
+
+// IndexField is recorded until the cache is built, then added to it.
+func (d *deferredCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	d.mu.Lock()
+	if d.cache == nil {
+		d.indexes = append(d.indexes, fieldIndex{obj, field, extract})
+		d.mu.Unlock()
+		return nil
+	}
+	d.mu.Unlock()
+	return d.cache.IndexField(ctx, obj, field, extract)
+}
+
+func (d *deferredCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c, err := d.built(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Get(ctx, key, obj, opts...)
+}
+
+func (d *deferredCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c, err := d.built(ctx)
+	if err != nil {
+		return err
+	}
+	return c.List(ctx, list, opts...)
+}
+
+func (d *deferredCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	c, err := d.built(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetInformer(ctx, obj, opts...)
+}
+
+func (d *deferredCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	c, err := d.built(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetInformerForKind(ctx, gvk, opts...)
+}
+
+func (d *deferredCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	c, err := d.built(ctx)
+	if err != nil {
+		return err
+	}
+	return c.RemoveInformer(ctx, obj)
+}

@@ -1,0 +1,151 @@
+package featuregate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// NewManager builds the controller-runtime manager the guard protects, from
+// opts as an operator would give them to ctrl.NewManager, and adds the guard
+// to it. What it returns is a manager.Manager like any other, with three
+// differences that make an operator written the kubebuilder way safe to
+// start while the API is down:
+//
+//   - Everything added to it, and so every controller built with
+//     ctrl.NewControllerManagedBy(mgr), starts only once the startup
+//     snapshot is taken (HTTP and webhook servers, and caches, start at
+//     once). A long outage at start never runs out a cache-sync timeout,
+//     and nothing acts on a feature set that was not read.
+//   - Its cache is built once the snapshot is taken: Cache.ByObject entries
+//     and field indexes for the operator's own types need the API to say
+//     whether a type is namespaced, and the API answered the snapshot's
+//     read. Reads through the cache before then wait for it.
+//   - Start returns nil once the guard asked for the stop (the FeatureGate
+//     changed), so that the process exits 0 and its restart reads the new
+//     value; StopReason says why.
+//
+// The manager also gets config.openshift.io/v1 in its scheme (the
+// client-go scheme too when opts.Scheme is nil, as kubebuilder scaffolds),
+// a cache of the one FeatureGate, the readiness check CheckName, watch
+// errors reported to the guard, and LeaderElectionReleaseOnCancel, so that
+// the replacement takes over without waiting out the lease. NewManager may
+// be called once per guard.
+func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.built {
+		return nil, errors.New("featuregate: NewManager called twice on one guard")
+	}
+	g.built = true
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(opts.Scheme))
+	}
+	utilruntime.Must(configv1.Install(opts.Scheme))
+	if g.opts.File == "" {
+		byObject := maps.Clone(opts.Cache.ByObject)
+		if byObject == nil {
+			byObject = map[client.Object]cache.ByObject{}
+		}
+		byObject[&configv1.FeatureGate{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", g.opts.Name)}
+		opts.Cache.ByObject = byObject
+	}
+	opts.Cache.DefaultWatchErrorHandler = g.alarm.watchErrorHandler(opts.Cache.DefaultWatchErrorHandler)
+	newCache := opts.NewCache
+	if newCache == nil {
+		newCache = cache.New
+	}
+	opts.NewCache = func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
+		g.cache = newDeferredCache(g.startup.Taken(), func() (cache.Cache, error) { return newCache(cfg, o) }, g.opts.Logger)
+		return g.cache, nil
+	}
+	opts.LeaderElectionReleaseOnCancel = true
+	if opts.Controller.CacheSyncTimeout == 0 {
+		opts.Controller.CacheSyncTimeout = g.opts.CacheSyncTimeout
+	}
+	mgr, err := manager.New(g.restConfig, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.setup(mgr); err != nil {
+		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)
+	}
+	return &guardedManager{Manager: mgr, guard: g}, nil
+}
+
+// setup adds the guard's runnables and readiness check to mgr: the startup
+// read and the stop on every replica at once; the monitor and, reading the
+// API, the FeatureGate controller once the snapshot is taken.
+func (g *Guard) setup(mgr manager.Manager) error {
+	runnables := []manager.Runnable{g.startup, g.stopper, g.startup.AfterSnapshot(g.monitor)}
+	if g.opts.File == "" {
+		r := &reconciler{
+			reader:     mgr.GetClient(),
+			name:       g.opts.Name,
+			comparison: g.comparison,
+			resync:     g.opts.ResyncPeriod,
+			log:        g.opts.Logger,
+		}
+		g.reconciler = r
+		c, err := r.controller(mgr)
+		if err != nil {
+			return fmt.Errorf("FeatureGate controller: %w", err)
+		}
+		runnables = append(runnables, g.afterCache(c))
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
+	}
+	return mgr.AddReadyzCheck(CheckName, g.startup.Check)
+}
+
+// guardedManager is the manager NewManager returns.
+type guardedManager struct {
+	manager.Manager
+	guard *Guard
+}
+
+// Add starts r once the snapshot is taken. Servers start at once: they serve
+// the probes and webhooks the API may need before anything is read.
+func (m *guardedManager) Add(r manager.Runnable) error {
+	switch r.(type) {
+	case *manager.Server, webhook.Server:
+		return m.Manager.Add(r)
+	}
+	return m.Manager.Add(m.guard.afterCache(r))
+}
+
+// Start runs the manager until ctx ends or the guard asks for the stop.
+func (m *guardedManager) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.guard.stopper.starting(cancel)
+	return m.Manager.Start(ctx)
+}
+
+// afterCache starts r once the snapshot is taken and the cache built from
+// it serves: a controller's cache-sync timeout then covers its informers'
+// sync, as with a stock manager, and not the cache's build (discovery of
+// every Cache.ByObject type, which an API server that has just returned can
+// take seconds to answer).
+func (g *Guard) afterCache(r manager.Runnable) manager.Runnable {
+	if g.cache == nil {
+		return g.startup.AfterSnapshot(r)
+	}
+	return &afterSnapshot{taken: g.cache.ready, runnable: r}
+}

@@ -1,0 +1,187 @@
+package featuregate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// monitor is what lets the guard vouch for its snapshot after start. It
+// reads the FeatureGate live, compares, then follows the source (a watch
+// from that read, or the file) and compares every state it sees. Only while
+// it follows is the view current: Guard.Current answers false from the
+// moment it loses track (a watch ends, the API is in trouble, the file
+// vanishes) until a new read has been compared and the source is followed
+// again. While it cannot read it retries every retryInterval, so a change
+// made during an outage, or just after it, is seen within about that long of
+// being readable, whatever client-go's backoff would do.
+type monitor struct {
+	src        source
+	name       string
+	alarm      alarm
+	comparison *comparison
+	log        logr.Logger
+
+	current atomic.Bool
+}
+
+// NeedLeaderElection is false: every replica guards its own snapshot.
+func (m *monitor) NeedLeaderElection() bool { return false }
+
+// Start reads and follows until ctx ends or a change is found.
+func (m *monitor) Start(ctx context.Context) error {
+	defer m.current.Store(false)
+	var quiet quietLog
+	lost := false
+	for ctx.Err() == nil {
+		m.current.Store(false)
+		// Trouble seen before this read is this read's to settle: the
+		// watch that follows it starts from what it read.
+		select {
+		case <-m.alarm:
+		default:
+		}
+		fg, err := hedgedRead(ctx, m.src.read, time.Second)
+		if errors.Is(err, errNotFound) {
+			// Deleted: the FeatureGate controller reports it, and the
+			// snapshot is all there is (a new process could not read one
+			// either). Watch from now on, to see it come back.
+			fg, err = &configv1.FeatureGate{}, nil
+		} else if err == nil && m.comparison.compare(ctx, fg, "verify") {
+			return nil
+		}
+		if err != nil {
+			lost = true
+			if failures, ok := quiet.due(err, time.Now()); ok {
+				m.log.Info("FeatureGate not read; its view is not current, retrying", "featureGate", m.name,
+					"failures", failures, "retryIn", retryInterval.String(), "error", err.Error())
+			}
+			if !sleep(ctx, retryInterval) {
+				return nil
+			}
+			continue
+		}
+		if lost {
+			m.log.Info("FeatureGate read again; its view is current", "featureGate", m.name, "resourceVersion", fg.ResourceVersion)
+			lost, quiet = false, quietLog{}
+		}
+		started := time.Now()
+		err = m.follow(ctx, fg)
+		if ctx.Err() != nil || m.comparison.stopped() {
+			return nil
+		}
+		if err != nil {
+			lost = true
+			m.log.Info("FeatureGate view not current; reading it again", "featureGate", m.name, "reason", err.Error())
+		}
+		// A source that fails at once must not spin.
+		if wait := retryInterval - time.Since(started); wait > 0 && !sleep(ctx, wait) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// follow follows the source until it loses track or the alarm is raised:
+// a failed request of the manager may be the first sign of an outage that
+// has not ended the watch yet.
+func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- m.src.follow(ctx, from, func() { m.current.Store(true) }, func(fg *configv1.FeatureGate) bool {
+			changed := m.comparison.compare(ctx, fg, "verify")
+			if changed {
+				m.current.Store(false)
+			}
+			return changed
+		})
+	}()
+	select {
+	case err := <-done:
+		m.current.Store(false)
+		return err
+	case <-m.alarm:
+		m.current.Store(false)
+		cancel()
+		<-done
+		return errAlarm
+	}
+}
+
+// Current reports whether the source is followed now.
+func (m *monitor) Current() bool { return m.current.Load() }
+
+var errAlarm = alarmError{}
+
+type alarmError struct{}
+
+func (alarmError) Error() string { return "a request or watch of the manager failed" }
+
+// sleep waits d, or less if ctx ends: it reports whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// alarm is raised whenever the manager's requests or watches fail: the API
+// may be in trouble, and the monitor's own watch may not have noticed yet.
+type alarm chan struct{}
+
+func newAlarm() alarm { return make(alarm, 1) }
+
+func (a alarm) raise() {
+	select {
+	case a <- struct{}{}:
+	default:
+	}
+}
+
+// watchErrorHandler keeps next (client-go's logging, or the caller's own)
+// and raises the alarm.
+func (a alarm) watchErrorHandler(next toolscache.WatchErrorHandlerWithContext) toolscache.WatchErrorHandlerWithContext {
+	if next == nil {
+		next = toolscache.DefaultWatchErrorHandler
+	}
+	return func(ctx context.Context, r *toolscache.Reflector, err error) {
+		next(ctx, r, err)
+		a.raise()
+	}
+}
+
+// wrapTransport raises the alarm whenever a request of the manager gets no
+// answer (refused, reset, timed out): client-go's reflector retries a
+// refused watch inside its own loop without telling the watch error handler,
+// and a connection that stopped carrying packets may hold the monitor's
+// watch open without events. Error answers are not trouble of this kind: a
+// stopping API server ends the monitor's watch itself, and an aggregated API
+// that answers 503 for ever must not keep the monitor from vouching.
+func (a alarm) wrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return troubleTransport{next: rt, alarm: a}
+}
+
+type troubleTransport struct {
+	next  http.RoundTripper
+	alarm alarm
+}
+
+func (t troubleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil && req.Context().Err() == nil {
+		t.alarm.raise()
+	}
+	return resp, err
+}
