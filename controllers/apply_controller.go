@@ -119,6 +119,14 @@ func (a *Applier) Start(ctx context.Context) error {
 				eventnote.Bound(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
 		}
 	}
+	// A placeholder --release-version is resolved by the guard from the
+	// ClusterVersion: report and include with the version it read.
+	if v := snap.Version(); v != "" && v != a.ReleaseVersion {
+		a.ReleaseVersion = v
+		if a.Status != nil {
+			a.Status.Version = v
+		}
+	}
 	if err := a.watchStatus(ctx); err != nil {
 		return err
 	}

@@ -95,15 +95,21 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("register FeatureGate metrics: %w", err)
 	}
 	writer := newEventWriter(events, opts.EventSource)
+	var g *Guard
 	announce := func(ctx context.Context, s Snapshot) {
 		m.startupFeatureSet.WithLabelValues(s.FeatureSetName()).Set(1)
 		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
-		if err := writer.record(ctx, ref, corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()); err != nil {
+		if err := writer.record(ctx, ref, corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom)); err != nil {
 			opts.Logger.Error(err, "Event not recorded", "featureGate", opts.Name, "reason", reasonStartupSnapshot)
 		}
 	}
-	g := &Guard{opts: opts, src: src, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce)}
-	g.comparison = &comparison{startup: g.startup, stopper: g.stopper, version: opts.Version, watched: sets.New(opts.WatchedGates...),
+	versions, err := newVersionResolver(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	g = &Guard{opts: opts, src: src, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce)}
+	g.startup.versions = versions
+	g.comparison = &comparison{startup: g.startup, stopper: g.stopper, watched: sets.New(opts.WatchedGates...),
 		events: writer, metrics: m, log: opts.Logger}
 	g.monitor = &monitor{src: src, name: opts.Name, alarm: g.alarm, comparison: g.comparison, log: opts.Logger}
 	g.restConfig = rest.CopyConfig(cfg)

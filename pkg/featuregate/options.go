@@ -20,8 +20,15 @@ type Options struct {
 	// carries that version's status.featureGates entry, and the guard is not
 	// ready until the entry exists (see Read). Without it only
 	// spec.customNoUpgrade names gates, and Enabled says so in the log the
-	// first time it is asked.
+	// first time it is asked. When it is VersionMarker (operators are built
+	// with a placeholder until the release payload substitutes the real
+	// version), the version is the ClusterVersion "version"'s, as library-go
+	// resolves it: status.desired.version, else the newest status.history
+	// entry, read live with the same discipline (not ready until read).
+	// That version is fixed for the process: an upgrade rolls out a new one.
 	Version string
+	// VersionMarker is the placeholder version ("0.0.1-snapshot").
+	VersionMarker string
 	// WatchedGates, when not empty, narrows which gate changes restart:
 	// gates the component does not consume never do. It never changes what
 	// Enabled answers.
@@ -65,6 +72,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Name:             defaultName,
+		VersionMarker:    defaultVersionMarker,
 		BackoffCap:       2 * time.Second,
 		ResyncPeriod:     3 * time.Minute,
 		CacheSyncTimeout: 2 * time.Minute,
@@ -88,6 +96,9 @@ func (o Options) withDefaults() (Options, error) {
 	d := Defaults()
 	if o.Name == "" {
 		o.Name = d.Name
+	}
+	if o.VersionMarker == "" {
+		o.VersionMarker = d.VersionMarker
 	}
 	if o.Registry == nil {
 		o.Registry = ctrlmetrics.Registry

@@ -38,12 +38,18 @@ type startup struct {
 	src        source
 	name       string
 	version    string
+	// versions, when set, resolves the version to read (a placeholder
+	// Version is the ClusterVersion's); nil: version as given.
+	versions *versionResolver
 	backoffCap time.Duration
 	timeout    time.Duration
 	// announce is called once the snapshot is published (readiness first;
 	// Events may take a round trip).
 	announce func(context.Context, Snapshot)
 	log      logr.Logger
+
+	// versionFrom says where the snapshot's version came from.
+	versionFrom string
 
 	mu      sync.Mutex
 	snap    *Snapshot
@@ -94,7 +100,7 @@ func (s *startup) Start(ctx context.Context) error {
 		snap, err := s.readOnce(ctx, started, attemptLimit)
 		if err == nil {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
-				"snapshot", snap.String(), "attempts", attempt)
+				"snapshot", snap.String(), "version", snap.Version(), "versionFrom", s.versionFrom, "attempts", attempt)
 			s.publish(snap)
 			if s.announce != nil {
 				s.announce(ctx, snap)
@@ -193,11 +199,25 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 	if s.timeout > 0 {
 		limit = max(min(limit, s.timeout-time.Since(started)), time.Millisecond)
 	}
+	version := releaseVersion{version: s.version, from: "option"}
+	if s.versions != nil {
+		vctx, cancel := context.WithTimeout(ctx, limit)
+		v, err := s.versions.resolve(vctx)
+		cancel()
+		if err != nil {
+			return Snapshot{}, err
+		}
+		version = v
+	}
 	fg, err := hedgedRead(ctx, s.src.read, limit)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	return Read(fg, s.version)
+	snap, err := Read(fg, version.version)
+	if err == nil {
+		s.versionFrom = version.from
+	}
+	return snap, err
 }
 
 // hedgedRead is one read bounded by limit, and beside it another each
