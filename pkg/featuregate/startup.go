@@ -35,12 +35,12 @@ const (
 // answering, and it keeps reading until it succeeds: it never assumes a
 // feature set it did not read.
 type startup struct {
-	src        source
-	name       string
-	version    string
+	src     source
+	name    string
+	version string
 	// versions, when set, resolves the version to read (a placeholder
 	// Version is the ClusterVersion's); nil: version as given.
-	versions *versionResolver
+	versions   *versionResolver
 	backoffCap time.Duration
 	timeout    time.Duration
 	// announce is called once the snapshot is published (readiness first;
