@@ -145,7 +145,7 @@ func TestProcessSurvivesClosedStdout(t *testing.T) {
 // Default-only ConfigMaps in 72 run levels are being applied; the moment the
 // "requesting shutdown" line is read, a marker object is written. Every
 // ConfigMap the operator created must be older (lower resourceVersion, that
-// is, earlier in etcd) than the marker.
+// is, earlier in etcd) than the marker, but for the requests in flight.
 func TestProcessNothingCreatedAfterStop(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
@@ -180,10 +180,19 @@ func TestProcessNothingCreatedAfterStop(t *testing.T) {
 	l := &corev1.ConfigMapList{}
 	g.Expect(c.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"payload": "stop-test"})).To(Succeed())
 	g.Expect(len(l.Items)).To(BeNumerically("<", 720), "the change landed mid-run")
+	// A request sent just before the stop is cancelled on the client, but
+	// the server may already be committing it, after the marker: at most
+	// the requests in flight, one run level's parallelism (8). None may
+	// start after the stop (TestApplyNothingAfterStop proves that on the
+	// requests themselves); a run that went on would create dozens.
+	var late []string
 	for _, cm := range l.Items {
 		rv, err := strconv.ParseUint(cm.ResourceVersion, 10, 64)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(rv).To(BeNumerically("<", markerRV), "%s created after the stop was requested", cm.Name)
+		if rv > markerRV {
+			late = append(late, cm.Name)
+		}
 	}
-	t.Logf("%d of 720 created before the stop; none after", len(l.Items))
+	g.Expect(len(late)).To(BeNumerically("<=", 8), "created after the stop was requested: %v", late)
+	t.Logf("%d of 720 created before the stop; %d in flight committed after it %v", len(l.Items)-len(late), len(late), late)
 }
