@@ -74,10 +74,12 @@ func (r *configMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.client.Get(ctx, req.NamespacedName, cm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Act as the gate says, on cm.
+	cm.Data = map[string]string{"example": "disabled"}
 	if r.gates.Enabled(features.FeatureGateExample) {
-		// ... act as the gate says, on cm
+		cm.Data["example"] = "enabled"
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.client.Update(ctx, cm)
 }
 
 // A reconciler checks Current before each action and requeues when the
