@@ -34,6 +34,16 @@ type apiSource struct {
 }
 
 func newAPISource(cfg *rest.Config, name string) (*apiSource, error) {
+	rc, err := configClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &apiSource{rc: rc, name: name, establish: 2 * time.Second}, nil
+}
+
+// configClient reads config.openshift.io/v1 objects live, without retries
+// of its own (see apiSource).
+func configClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
 	if err := configv1.Install(scheme); err != nil {
 		return nil, err
@@ -44,9 +54,9 @@ func newAPISource(cfg *rest.Config, name string) (*apiSource, error) {
 	cfg.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
 	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("FeatureGate client: %w", err)
+		return nil, fmt.Errorf("config.openshift.io client: %w", err)
 	}
-	return &apiSource{rc: rc, name: name, establish: 2 * time.Second}, nil
+	return rc, nil
 }
 
 func (a *apiSource) read(ctx context.Context) (*configv1.FeatureGate, error) {

@@ -31,7 +31,8 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 	if !ok {
 		return false
 	}
-	d := diff(snapshot, build(fg, snapshot.version), c.watched)
+	live := build(fg, snapshot.version)
+	d := diff(snapshot, live, c.watched)
 	if len(d) == 0 {
 		return false
 	}
@@ -43,7 +44,7 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 		return true // reported by whoever saw it first
 	}
 	c.log.Info("FeatureGate changed; requesting shutdown", "featureGate", fg.Name, "diff", d, "detectedBy", detectedBy,
-		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", build(fg, snapshot.version).FeatureSetName())
+		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
 	if err := c.events.record(ctx, fg, corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown"); err != nil {
 		c.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", reasonFeatureGateChanged)
 	}

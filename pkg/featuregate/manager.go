@@ -144,8 +144,5 @@ func (m *guardedManager) Start(ctx context.Context) error {
 // every Cache.ByObject type, which an API server that has just returned can
 // take seconds to answer).
 func (g *Guard) afterCache(r manager.Runnable) manager.Runnable {
-	if g.cache == nil {
-		return g.startup.AfterSnapshot(r)
-	}
 	return &afterSnapshot{taken: g.cache.ready, runnable: r}
 }

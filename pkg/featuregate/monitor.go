@@ -119,11 +119,7 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 // Current reports whether the source is followed now.
 func (m *monitor) Current() bool { return m.current.Load() }
 
-var errAlarm = alarmError{}
-
-type alarmError struct{}
-
-func (alarmError) Error() string { return "a request or watch of the manager failed" }
+var errAlarm = errors.New("a request or watch of the manager failed")
 
 // sleep waits d, or less if ctx ends: it reports whether ctx is still alive.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -41,11 +41,11 @@ func newVersionResolver(cfg *rest.Config, o Options) (*versionResolver, error) {
 	if o.Version != o.VersionMarker {
 		return r, nil
 	}
-	src, err := newAPISource(cfg, clusterVersionName)
+	rc, err := configClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.rc = src.rc
+	r.rc = rc
 	return r, nil
 }
 
