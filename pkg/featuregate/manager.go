@@ -26,13 +26,16 @@ import (
 //
 //   - Everything added to it, and so every controller built with
 //     ctrl.NewControllerManagedBy(mgr), starts only once the startup
-//     snapshot is taken (HTTP and webhook servers, and caches, start at
-//     once). A long outage at start never runs out a cache-sync timeout,
-//     and nothing acts on a feature set that was not read.
+//     snapshot is taken and the manager's cache built; only HTTP and
+//     webhook servers start at once. A long outage at start never runs out
+//     a cache-sync timeout, and nothing acts on a feature set that was not
+//     read.
 //   - Its cache is built once the snapshot is taken: Cache.ByObject entries
 //     and field indexes for the operator's own types need the API to say
 //     whether a type is namespaced, and the API answered the snapshot's
-//     read. Reads through the cache before then wait for it.
+//     read. Reads through the cache before then wait for it; field indexes
+//     registered before (mgr.GetFieldIndexer().IndexField) are recorded,
+//     return nil at once, and are added when the cache is built.
 //   - Start returns nil once the guard asked for the stop (the FeatureGate
 //     changed), so that the process exits 0 and its restart reads the new
 //     value; StopReason says why.

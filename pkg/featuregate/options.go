@@ -50,7 +50,9 @@ type Options struct {
 	Registry prometheus.Registerer
 
 	// BackoffCap bounds the wait between startup reads, and so how long
-	// after the API returns the snapshot is taken.
+	// after the API returns the snapshot is taken. A read that reached no
+	// server (connection refused) costs nothing and is retried after 50 ms,
+	// whatever the cap; answers from a server back off up to it.
 	BackoffCap time.Duration
 	// InitialFetchTimeout, when positive, makes the manager fail after that
 	// long without a snapshot, for those who prefer a crash loop. Zero: wait
