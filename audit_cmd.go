@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
@@ -58,7 +59,7 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 	mustGatherDir := fs.String("must-gather", "", "Read the cluster from `DIR`, the output of oc adm must-gather or oc adm inspect: its root or the image directory in it. Not with --from-cluster.")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live cluster the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --must-gather.")
 	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
-	featureGateName := fs.String("feature-gate-name", "cluster", "The FeatureGate to read.")
+	featureGateName := fs.String("feature-gate-name", featuregate.Defaults().Name, "The FeatureGate to read.")
 	output := fs.String("o", "table", "Output format: table or json.")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: manager audit --manifests-dir DIR (--must-gather DIR | --from-cluster [--kubeconfig FILE])\n"+

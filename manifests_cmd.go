@@ -40,7 +40,7 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live FeatureGate and ClusterVersion the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --feature-gate, --feature-set, --capabilities or --cluster-version.")
 	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
-	featureGateName := fs.String("feature-gate-name", "cluster", "With --from-cluster: the FeatureGate to read.")
+	featureGateName := fs.String("feature-gate-name", featuregate.Defaults().Name, "With --from-cluster: the FeatureGate to read.")
 	output := fs.String("o", "table", "Output format: table or json.")
 	rbac := fs.Bool("rbac", false, "Print, as YAML, the least-privilege RBAC that applying every manifest of the directory needs (whatever the feature set), instead of the decisions.")
 	rbacName := fs.String("rbac-name", "manager-payload-role", "With --rbac: the name of the roles and bindings.")
