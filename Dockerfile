@@ -33,7 +33,7 @@ WORKDIR /
 COPY --from=builder /workspace/manager .
 USER 65532:65532
 # The health probes (/healthz, /readyz) and the secured metrics of
-# config/manager/manager.yaml. internal/image builds the same image without
+# config/manager/manager.yaml. test/framework/image builds the same image without
 # Docker (make test-cluster); TestOCIImageMatchesDockerfile keeps them equal.
 EXPOSE 8081/tcp 8443/tcp
 

@@ -94,14 +94,14 @@ CLUSTER_TEST_LOG ?= $(LOCALBIN)/test-cluster.log
 # Where bench-cluster leaves the real-kubelet measurement for bench.
 KUBELET_BENCH ?= $(LOCALBIN)/bench-kubelet.json
 
-# internal/node's root-only test proves the leftover check and the sweep on
+# test/framework/node's root-only test proves the leftover check and the sweep on
 # a few planted leftovers; -p 1 keeps it apart from test/cluster's node.
 .PHONY: test-cluster
 test-cluster: ## Run the operator on a real single-node cluster: kubelet, containerd, kustomize + kubectl apply (root; ~5 min warm).
 	@$(call need-root,test-cluster)
 	$(MAKE) cluster-deps cluster-assets kustomize
 	@mkdir -p $(LOCALBIN)
-	FEATUREGATE_TEST_CLUSTER=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -p 1 -count=1 -timeout 40m -v ./internal/node/ ./test/cluster/ 2>&1 | tee $(CLUSTER_TEST_LOG)
+	FEATUREGATE_TEST_CLUSTER=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -p 1 -count=1 -timeout 40m -v ./test/framework/node/ ./test/cluster/ 2>&1 | tee $(CLUSTER_TEST_LOG)
 
 .PHONY: cluster-deps
 cluster-deps: ## Install containerd, runc, the CNI plugins and iptables with apt-get, when missing (root).

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The fixture tells bug 2053359: a TechPreviewNoUpgrade cluster whose
@@ -311,14 +311,14 @@ func TestAuditBadInput(t *testing.T) {
 // Live, the audit reads the FeatureGate and ClusterVersion as `manifests
 // --from-cluster` does and GETs every object.
 func TestAuditFromCluster(t *testing.T) {
-	cp := testharness.StartControlPlane(t, controlplane.Options{})
-	c := testharness.Client(t, cp.Config)
-	kubeconfig := testharness.Kubeconfig(t, cp.Config)
+	cp := harness.StartControlPlane(t, controlplane.Options{})
+	c := harness.Client(t, cp.Config)
+	kubeconfig := harness.Kubeconfig(t, cp.Config)
 	capi, err := os.ReadFile(filepath.Join(seedPayload, "0000_30_cluster-api_capi-operator_00_namespace.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_00_default_namespace.yaml":                      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n",
 		"0000_30_cluster-api_capi-operator_00_namespace.yaml": string(capi),
 		"0000_50_default-only_configmap.yaml":                 gated("default-only", "    release.openshift.io/feature-set: Default\n"),
@@ -330,7 +330,7 @@ func TestAuditFromCluster(t *testing.T) {
 		t.Errorf("without a FeatureGate: exit %d, %s", code, errOut)
 	}
 
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.22.0", nil, nil)))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.22.0", nil, nil)))
 	code, r, errOut := runAuditJSON(t, args...)
 	if code != 1 || !slices.Equal(r.listed(), []string{"missing Namespace openshift-cluster-api"}) || r.Checked != 3 || r.Unknown != 0 {
 		t.Errorf("nothing applied: exit %d, listed %q, %+v: %s", code, r.listed(), r, errOut)

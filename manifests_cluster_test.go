@@ -11,18 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // --from-cluster answers "what does my cluster get" with the live
 // FeatureGate's gates for the release version and the live ClusterVersion,
 // and refuses to guess when there is no FeatureGate.
 func TestManifestsCommandFromCluster(t *testing.T) {
-	cp := testharness.StartControlPlane(t, controlplane.Options{})
-	c := testharness.Client(t, cp.Config)
-	kubeconfig := testharness.Kubeconfig(t, cp.Config)
-	dir := testharness.WriteFiles(t, map[string]string{
+	cp := harness.StartControlPlane(t, controlplane.Options{})
+	c := harness.Client(t, cp.Config)
+	kubeconfig := harness.Kubeconfig(t, cp.Config)
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("gate-on", "    release.openshift.io/feature-gate: GateA\n") + "---\n" +
 			gated("gate-off", "    release.openshift.io/feature-gate: GateB\n") + "---\n" +
 			gated("console", "    capability.openshift.io/name: Console\n") + "---\n" +
@@ -37,7 +37,7 @@ func TestManifestsCommandFromCluster(t *testing.T) {
 
 	// An upgrade's new version starts before its status entry exists: the
 	// operator is not ready then, and the command answers nothing either.
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.21.0", []string{"GateA"}, []string{"GateB"})))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade, controlplane.StatusGates("4.21.0", []string{"GateA"}, []string{"GateB"})))
 	code, _, errOut = runManifests(t, args...)
 	if code != 2 || !strings.Contains(errOut, "initial FeatureGate not read yet: FeatureGate cluster has no status.featureGates entry for version 4.22.0 yet") {
 		t.Errorf("without the version's entry: exit %d, %s", code, errOut)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 type cmdReport struct {
@@ -66,8 +66,8 @@ status:
 
 // The command evaluates gate lists with the FeatureGate file's gates.
 func TestManifestsCommandFeatureGate(t *testing.T) {
-	files := testharness.WriteFiles(t, map[string]string{"featuregate.yaml": testFeatureGate})
-	dir := testharness.WriteFiles(t, map[string]string{
+	files := harness.WriteFiles(t, map[string]string{"featuregate.yaml": testFeatureGate})
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml":      gated("a", "    release.openshift.io/feature-gate: GateA\n"),
 		"0000_10_b.yaml":      gated("b", "    release.openshift.io/feature-gate: GateB\n"),
 		"0000_10_not-b.yaml":  gated("not-b", "    release.openshift.io/feature-gate: -GateB\n"),
@@ -143,7 +143,7 @@ func TestManifestsCommandPayloadFeatureGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fgDir := filepath.Join(strings.TrimSpace(string(out)), "payload-manifests", "featuregates")
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_30_capi.yaml": gated("capi", "    release.openshift.io/feature-gate: ClusterAPIMachineManagement\n"),
 	})
 	for file, want := range map[string]bool{
@@ -173,7 +173,7 @@ func TestManifestsCommandPayloadFeatureGate(t *testing.T) {
 }
 
 func TestManifestsCommandClusterVersion(t *testing.T) {
-	files := testharness.WriteFiles(t, map[string]string{
+	files := harness.WriteFiles(t, map[string]string{
 		"cv.yaml": `apiVersion: config.openshift.io/v1
 kind: ClusterVersion
 metadata:
@@ -197,7 +197,7 @@ status:
 `,
 		"no-caps.yaml": "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\nspec:\n  clusterID: x\n",
 	})
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("mine", "") + "---\n" + gated("insights", "    capability.openshift.io/name: Insights\n") + "---\n" +
 			gated("hosted", "    exclude.release.openshift.io/hypershift: \"true\"\n"),
 	})
@@ -225,14 +225,14 @@ status:
 }
 
 func TestManifestsCommandBadInput(t *testing.T) {
-	files := testharness.WriteFiles(t, map[string]string{
+	files := harness.WriteFiles(t, map[string]string{
 		"fg.yaml":           testFeatureGate,
 		"typo.yaml":         strings.Replace(testFeatureGate, "featureSet:", "featureSett:", 1),
 		"cv-as-fg.yaml":     "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\n",
 		"unknown-set.yaml":  strings.Replace(testFeatureGate, "featureSet: TechPreviewNoUpgrade", "featureSet: TechPreview", 1),
 		"bad-override.yaml": "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\nspec:\n  clusterID: x\n  overrides:\n  - kind: ConfigMap\n    group: \"\"\n    namespace: x\n    name: \"\"\n    unmanaged: true\n",
 	})
-	dir := testharness.WriteFiles(t, map[string]string{"0000_10_a.yaml": gated("a", "")})
+	dir := harness.WriteFiles(t, map[string]string{"0000_10_a.yaml": gated("a", "")})
 	f := func(name string) string { return filepath.Join(files, name) }
 	for _, tt := range []struct {
 		args []string
@@ -269,7 +269,7 @@ func TestManifestsCommandBadInput(t *testing.T) {
 
 // Two kept manifests for one object are an error naming both files: exit 1.
 func TestManifestsCommandDuplicates(t *testing.T) {
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml": gated("x", ""),
 		"0000_20_b.yaml": gated("x", "    release.openshift.io/feature-set: TechPreviewNoUpgrade\n"),
 	})

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
 const seedDir = "../pkg/manifest/testdata/seed"

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // configMap is a ConfigMap manifest in default with the given annotations.
@@ -51,7 +51,7 @@ func TestApplyFiltersByCapabilities(t *testing.T) {
 	c, ctx, guard := applyEnv(t, configv1.Default)
 	known := []configv1.ClusterVersionCapability{configv1.ClusterVersionCapabilityConsole, configv1.ClusterVersionCapabilityInsights}
 	cv := clusterVersion(ctx, t, c, known, []configv1.ClusterVersionCapability{configv1.ClusterVersionCapabilityInsights})
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_insights.yaml": configMap("insights", "capability.openshift.io/name", "Insights"),
 		"0000_10_console.yaml":  configMap("console", "capability.openshift.io/name", "Console"),
 		"0000_10_both.yaml":     configMap("both", "capability.openshift.io/name", "Console+Insights"),
@@ -99,7 +99,7 @@ func TestApplyCapabilityFilterOff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			c, ctx, guard := applyEnvWith(t, configv1.Default, tt.crds)
-			dir := testharness.WriteFiles(t, map[string]string{"0000_10_console.yaml": configMap("console", "capability.openshift.io/name", "Console")})
+			dir := harness.WriteFiles(t, map[string]string{"0000_10_console.yaml": configMap("console", "capability.openshift.io/name", "Console")})
 			a := newApplier(c, guard, dir)
 			snap := snapshotOf(t, guard)
 			run := a.Apply(ctx, snap)
@@ -121,7 +121,7 @@ func TestApplyExcludeIdentifierAndOverrides(t *testing.T) {
 	clusterVersion(ctx, t, c, nil, nil,
 		configv1.ComponentOverride{Kind: "ConfigMap", Group: "", Namespace: "default", Name: "unmanaged", Unmanaged: true},
 		configv1.ComponentOverride{Kind: "ConfigMap", Group: "", Namespace: "default", Name: "managed", Unmanaged: false})
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_excluded.yaml":  configMap("excluded", "exclude.release.openshift.io/hypershift", "true"),
 		"0000_10_other-id.yaml":  configMap("other-id", "exclude.release.openshift.io/other", "true"),
 		"0000_10_unmanaged.yaml": configMap("unmanaged"),
@@ -145,7 +145,7 @@ func TestApplyDeletesOnlyWhatIsMarked(t *testing.T) {
 	for _, name := range []string{"doomed", "bystander"} {
 		g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})).To(Succeed())
 	}
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_doomed.yaml":        configMap("doomed", "release.openshift.io/delete", "true"),
 		"0000_10_doomed-absent.yaml": configMap("never-existed", "release.openshift.io/delete", "true"),
 		"0000_10_tech-only.yaml":     configMap("bystander", "release.openshift.io/delete", "true", "release.openshift.io/feature-set", "TechPreviewNoUpgrade"),
@@ -183,7 +183,7 @@ func deleting(ctx context.Context, c client.Client, name string) bool {
 func TestApplyCreateOnlyKeepsEdits(t *testing.T) {
 	g := NewWithT(t)
 	c, ctx, guard := applyEnv(t, configv1.Default)
-	dir := testharness.WriteFiles(t, map[string]string{"0000_10_seeded.yaml": configMap("seeded", "release.openshift.io/create-only", "true")})
+	dir := harness.WriteFiles(t, map[string]string{"0000_10_seeded.yaml": configMap("seeded", "release.openshift.io/create-only", "true")})
 	a := newApplier(c, guard, dir)
 	snap := snapshotOf(t, guard)
 
@@ -212,7 +212,7 @@ func TestApplyDuplicatesNamedBoth(t *testing.T) {
 	g := NewWithT(t)
 	c, ctx, guard := applyEnv(t, configv1.Default)
 	second := configMap("twice")
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a.yaml":     configMap("twice"),
 		"0000_20_b.yaml":     second[:len(second)-len("data:\n  from: manifest\n")] + "data:\n  from: second\n",
 		"0000_30_other.yaml": configMap("other"),
@@ -233,7 +233,7 @@ func TestApplyDuplicatesNamedBoth(t *testing.T) {
 func TestApplyScopeFromServer(t *testing.T) {
 	g := NewWithT(t)
 	c, ctx, guard := applyEnv(t, configv1.Default)
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_clusterrole.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: scoped-test\n  namespace: victim-ns\nrules: []\n",
 		"0000_10_no-ns.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: no-namespace\n",
 	})

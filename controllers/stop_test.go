@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // recordingClient records when each apply request starts, and holds the
@@ -50,7 +50,7 @@ func (r *recordingClient) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 func TestApplyNothingAfterStop(t *testing.T) {
 	g := NewWithT(t)
 	c, ctx, guard := applyEnv(t, configv1.Default)
-	dir := testharness.WriteFiles(t, map[string]string{
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_10_a_held.yaml": configMap("held"),
 		"0000_10_b.yaml":      configMap("same-level"),
 		"0000_20_c.yaml":      configMap("later-level"),
@@ -88,7 +88,7 @@ func TestApplyNothingAfterStop(t *testing.T) {
 func TestClusterOperatorRestoredAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	e := startEnv(t, configv1.Default, nil)
-	a := newApplier(e.c, e.guard, testharness.WriteFiles(t, map[string]string{"0000_10_a.yaml": configMap("a")}))
+	a := newApplier(e.c, e.guard, harness.WriteFiles(t, map[string]string{"0000_10_a.yaml": configMap("a")}))
 	a.Cache, a.ResyncPeriod = e.mgr.GetCache(), time.Hour
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)

@@ -1,7 +1,7 @@
 // Command pause is the sandbox ("pause") container of the node that `make
 // test-cluster` runs: no registry is reachable there, so the image the
 // container runtime needs for every pod is this program, built static and
-// packaged by internal/image. It holds the pod's namespaces open by doing
+// packaged by test/framework/image. It holds the pod's namespaces open by doing
 // nothing until it is told to stop, and reaps the children it inherits when
 // it is the pod's init process (a shared process namespace).
 package main

@@ -19,13 +19,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -36,8 +34,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // out is where run-local talks. Its write errors are ignored: a reader
@@ -163,11 +161,11 @@ run-local: Ctrl-C stops the operator and the control plane`,
 // plane did not stop (or was stopped before its Stop by the terminal's
 // signal) is killed first, found by the paths under dir in its arguments.
 func cleanup(dir string) {
-	for _, pid := range testharness.ProcessesMentioning(dir) {
+	for _, pid := range harness.ProcessesMentioning(dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return len(testharness.ProcessesMentioning(dir)) == 0, nil
+		return len(harness.ProcessesMentioning(dir)) == 0, nil
 	})
 	if err := os.RemoveAll(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "run-local: remove", dir+":", err)
@@ -181,7 +179,7 @@ func loopback(preferred int) (string, error) {
 	if l, err := net.Listen("tcp", addr); err == nil {
 		return addr, l.Close()
 	}
-	port, err := testharness.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -219,37 +217,18 @@ func gates(list string) []string {
 }
 
 // runOperator runs the operator until it exits, passing an interrupt on to
-// its process group as SIGTERM, the way a kubelet stops a container.
+// it as SIGTERM, the way a kubelet stops a container (the harness starts it
+// in a process group of its own, so a terminal's Ctrl-C reaches only us and
+// the operator gets exactly one SIGTERM: a second one means "exit now").
 func runOperator(ctx context.Context, manager string, args []string) (int, error) {
-	cmd := exec.Command(manager, args...)
-	cmd.Stdout, cmd.Stderr = out, os.Stderr
-	// Its own process group: a terminal's Ctrl-C reaches only us, and the
-	// operator gets exactly one SIGTERM (a second one means "exit now").
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := harness.Start(harness.Options{Name: "operator", Path: manager, Args: args, Echo: out})
+	if err != nil {
 		return 0, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		return exitCode(err)
+	case <-p.Done():
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		p.Stop(time.Minute)
 	}
-	select {
-	case err := <-done:
-		return exitCode(err)
-	case <-time.After(time.Minute):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		return exitCode(<-done)
-	}
-}
-
-func exitCode(err error) (int, error) {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), nil
-	}
-	return 0, err
+	return p.ExitCode(), nil
 }

@@ -27,10 +27,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/internal/eventnote"
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // readRecorder counts, per resourceVersion, the FeatureGates the manager's
@@ -69,7 +69,7 @@ func (c recordingClient) Get(ctx context.Context, key client.ObjectKey, obj clie
 type guarded struct {
 	guard *featuregate.Guard
 	reg   *prometheus.Registry
-	log   *testharness.Log
+	log   *harness.Log
 	reads *readRecorder
 	// done receives mgr.Start's result.
 	done chan error
@@ -190,11 +190,11 @@ func (gd *guarded) firstReason(t *testing.T) string {
 
 // stopLine waits for the guard's log line announcing the stop: the one
 // naming what detected the change.
-func (gd *guarded) stopLine(t *testing.T) testharness.Line {
+func (gd *guarded) stopLine(t *testing.T) harness.Line {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, _, err := gd.log.Wait(ctx, 0, testharness.HasKey("detectedBy"))
+	l, _, err := gd.log.Wait(ctx, 0, harness.HasKey("detectedBy"))
 	if err != nil {
 		t.Fatalf("no log line with detectedBy: %v", err)
 	}
@@ -363,7 +363,7 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	g.Expect(gd.taken(t).FeatureSetName()).To(Equal("Default"))
@@ -391,7 +391,7 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	// The FeatureGate controller and the monitor both compare; once Start
 	// has returned, every comparison is over, and only the first detection
 	// was reported.
-	g.Expect(gd.log.CountWhere(testharness.HasKey("detectedBy"))).To(Equal(1))
+	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
 	g.Expect(metric(t, gd.reg, "featuregate_operator_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -484,7 +484,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name := uniqueName()
 			opts := tt.opts
 			opts.Name = name
-			testharness.CreateSharedFeatureGate(t, c, tt.fg(name))
+			harness.CreateSharedFeatureGate(t, c, tt.fg(name))
 
 			gd := startGuarded(t, opts)
 			gd.taken(t)
@@ -509,7 +509,7 @@ func TestGuardStatusOnlyChangeRequestsShutdown(t *testing.T) {
 	name := uniqueName()
 	const version = "4.11.0"
 	fg := featureGate(configv1.TechPreviewNoUpgrade, status(version, []string{"GateA"}, []string{"GateB"}), controlplane.Named(name))
-	testharness.CreateSharedFeatureGate(t, c, fg)
+	harness.CreateSharedFeatureGate(t, c, fg)
 	generation := fg.Generation
 
 	gd := startGuarded(t, featuregate.Options{Name: name, Version: version, WatchedGates: []configv1.FeatureGateName{"GateA"}},
@@ -543,7 +543,7 @@ func TestGuardChangeBetweenReadAndWatchIsCaught(t *testing.T) {
 	g := NewWithT(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	var mu sync.Mutex
 	changed := false
@@ -585,7 +585,7 @@ func TestGuardReconcileBeforeSnapshotRequeues(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	gd.newManager(t, ctrl.Options{}) // never started: no snapshot
 
@@ -605,7 +605,7 @@ func TestGuardFeatureGateDeletedKeepsRunning(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	fg := newFG(name, configv1.TechPreviewNoUpgrade)
-	testharness.CreateSharedFeatureGate(t, c, fg)
+	harness.CreateSharedFeatureGate(t, c, fg)
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.taken(t)
@@ -629,7 +629,7 @@ func TestGuardResyncRequeuesOnEquality(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name, ResyncPeriod: time.Second})
 	gd.taken(t)
@@ -659,7 +659,7 @@ func TestGuardCurrent(t *testing.T) {
 	_, ok := gd.guard.Snapshot()
 	g.Expect(ok).To(BeFalse())
 
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd.current(t)
 	_, ok = gd.guard.Snapshot()
 	g.Expect(ok).To(BeTrue())
@@ -728,7 +728,7 @@ func TestGuardCurrentFollowsAPIOutage(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.current(t)
 
@@ -766,7 +766,7 @@ func TestGuardFollowsAFeatureGateOlderThanTheAPIServer(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	stopAPIServer(t, cp)()
 	apiReady(t, cp.Config)
 
@@ -791,7 +791,7 @@ func TestGuardMonitorSeesChangeRightAfterAPIReturns(t *testing.T) {
 			ctx := testContext(t)
 			c := testClient(t)
 			name := uniqueName()
-			testharness.CreateSharedFeatureGate(t, c, featureGate("", status(version, []string{"GateA"}, nil), controlplane.Named(name)))
+			harness.CreateSharedFeatureGate(t, c, featureGate("", status(version, []string{"GateA"}, nil), controlplane.Named(name)))
 			gd := newGuard(t, featuregate.Options{Name: name, Version: version})
 			g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 			done := startMonitor(t, gd.guard)
@@ -865,7 +865,7 @@ func TestGuardMonitorFollowsTheFeatureGate(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 	g.Expect(gd.guard.Current()).To(BeFalse(), "the monitor does not follow yet")
@@ -892,7 +892,7 @@ func TestGuardMonitorReadsLiveAfterAlarm(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	featuregate.DeafenMonitor(gd.guard)
 	var mu sync.Mutex
@@ -943,7 +943,7 @@ func TestGuardOnlyTheFirstDetectionIsReported(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 
@@ -958,7 +958,7 @@ func TestGuardOnlyTheFirstDetectionIsReported(t *testing.T) {
 	g.Expect(featuregate.Compare(ctx, gd.guard, live, "reconcile")).To(BeTrue())
 	g.Expect(featuregate.Compare(ctx, gd.guard, live, "verify")).To(BeTrue())
 
-	g.Expect(gd.log.CountWhere(testharness.HasKey("detectedBy"))).To(Equal(1))
+	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
 	g.Expect(gd.stopLine(t).Get("detectedBy")).To(Equal("verify"))
 	g.Expect(metric(t, gd.reg, "featuregate_operator_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
@@ -975,7 +975,7 @@ func TestGuardEnabledWithoutVersionLogsOnce(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 
@@ -1016,7 +1016,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(len(enabled)).To(BeNumerically(">", 50), "a real payload enables many gates")
 	name := uniqueName()
 	fg.Name = name
-	testharness.CreateSharedFeatureGate(t, c, fg)
+	harness.CreateSharedFeatureGate(t, c, fg)
 
 	gd := newGuard(t, featuregate.Options{Name: name, Version: version, WatchedGates: []configv1.FeatureGateName{enabled[0].Name}})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
@@ -1030,7 +1030,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(event.Note).To(HavePrefix("Startup feature set TechPreviewNoUpgrade (version " + version + ": enabled ["))
 	g.Expect(event.ReportingController).To(Equal("guard-test"))
 
-	line, found := gd.log.Find(testharness.HasKey("snapshot"))
+	line, found := gd.log.Find(harness.HasKey("snapshot"))
 	g.Expect(found).To(BeTrue(), "no log line with the snapshot")
 	g.Expect(line.Get("snapshot")).To(Equal(s.String()), "the log keeps the whole snapshot")
 	g.Expect(line.Get("featureSet")).To(Equal("TechPreviewNoUpgrade"))

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // countingGetter counts the reads that pass through it.
@@ -34,12 +34,12 @@ func (c *countingGetter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Getter.Get(ctx, key, obj, opts...)
 }
 
-// guardLog is a logr.Logger writing JSON lines into a testharness.Log, so
+// guardLog is a logr.Logger writing JSON lines into a harness.Log, so
 // that tests assert on the keys the guard logs, not on its wording. Failed
 // tests show it.
-func guardLog(t *testing.T) (logr.Logger, *testharness.Log) {
+func guardLog(t *testing.T) (logr.Logger, *harness.Log) {
 	t.Helper()
-	log := &testharness.Log{}
+	log := &harness.Log{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("guard log:\n%s", log.String())
@@ -80,7 +80,7 @@ func TestStartupRetriesRefusedConnectionsQuicklyAndQuietly(t *testing.T) {
 	g.Eventually(reader.reads.Load).WithTimeout(30*time.Second).Should(BeNumerically(">=", 10),
 		"a backoff capped at 2s would have read about 4 times by now")
 	// The retry line is the one with a retryIn.
-	retries := log.CountWhere(testharness.All(testharness.HasKey("retryIn"), testharness.HasKey("attempt")))
+	retries := log.CountWhere(harness.All(harness.HasKey("retryIn"), harness.HasKey("attempt")))
 	g.Expect(retries).To(Equal(1), "one line for the same failure, until logEvery")
 	g.Expect(checkMessage(s)()).To(ContainSubstring("connection refused"))
 }
@@ -137,7 +137,7 @@ func TestStartupHedgesAHeldRead(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	harness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 	live := liveCounting(t, cp.Config)
 	held := &holdFirst{Getter: live, release: make(chan struct{})}
 	t.Cleanup(func() { close(held.release) })
@@ -220,7 +220,7 @@ func TestAPIReadReadsAndDescribes(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	name := uniqueName()
-	fg := testharness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	fg := harness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 
 	read, err := featuregate.APIRead(cp.Config, name)
 	g.Expect(err).NotTo(HaveOccurred())

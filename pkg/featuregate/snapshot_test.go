@@ -6,8 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
 // The shared fixture, under short names for the tables below.

@@ -18,9 +18,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The control plane shared by the tests here that need an API server with
@@ -147,7 +147,7 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
-	testharness.CreateSharedFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name)))
+	harness.CreateSharedFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name)))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	down := true
@@ -212,7 +212,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 		Equal(fmt.Sprintf("initial FeatureGate not read yet: FeatureGate %s not found", name)))
 	g.Expect(s.Taken()).NotTo(BeClosed())
 
-	testharness.CreateSharedFeatureGate(t, c, featureGate("", controlplane.Named(name)))
+	harness.CreateSharedFeatureGate(t, c, featureGate("", controlplane.Named(name)))
 	g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, _ := s.Snapshot()
@@ -275,7 +275,7 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
 	fg := featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
-	testharness.CreateSharedFeatureGate(t, c, fg)
+	harness.CreateSharedFeatureGate(t, c, fg)
 	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details("4.10.0", []string{"GateA"}, nil)}
 	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // An operator built with the placeholder version reads the cluster's
@@ -19,9 +19,9 @@ import (
 // FeatureGate's discipline: not ready until it is read, saying why.
 func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	g := NewWithT(t)
-	cp := testharness.StartControlPlane(t, controlplane.Options{})
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.StatusGates("4.22.0", []string{"GateA"}, nil)))
+	cp := harness.StartControlPlane(t, controlplane.Options{})
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.StatusGates("4.22.0", []string{"GateA"}, nil)))
 
 	gd := newGuardOn(t, cp.Config, featuregate.Options{Version: "0.0.1-snapshot"})
 	mgr := gd.newManager(t, ctrl.Options{})
@@ -38,6 +38,6 @@ func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	snap, _ := gd.guard.Snapshot()
 	g.Expect(snap.Version()).To(Equal("4.22.0"))
 	g.Expect(gd.guard.Enabled("GateA")).To(BeTrue())
-	g.Expect(gd.log.IndexWhere(testharness.All(testharness.Message("Startup snapshot taken"),
-		testharness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
+	g.Expect(gd.log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"),
+		harness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
 }

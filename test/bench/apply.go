@@ -13,18 +13,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // appliedLine is what the applier logs after each run.
 type appliedLine struct {
-	line                     testharness.Line
+	line                     harness.Line
 	applied, failed, invalid int
 	excluded                 int
 	duration                 time.Duration
 }
 
-func parseApplied(l testharness.Line) (appliedLine, error) {
+func parseApplied(l harness.Line) (appliedLine, error) {
 	var f struct {
 		Applied, Failed, Invalid, Excluded int
 		Duration                           string
@@ -186,7 +186,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`))
+	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return pl, err
 	}
@@ -206,10 +206,10 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 	st.opStart.add(wall)
 	st.opRun.add(a.duration)
 	st.opCPU, st.opServerCPU, st.opWall = append(st.opCPU, cpu0), append(st.opServerCPU, server1-server0), append(st.opWall, wall)
-	if l, ok := p.Log.Find(testharness.Contains("Startup snapshot taken")); ok {
+	if l, ok := p.Log.Find(harness.Contains("Startup snapshot taken")); ok {
 		st.opSnap.add(first.At().Sub(l.At()))
 	}
-	second, _, err := p.WaitLine(ctx, i+1, testharness.Contains(`"Manifests applied"`))
+	second, _, err := p.WaitLine(ctx, i+1, harness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return pl, err
 	}

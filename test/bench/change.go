@@ -21,8 +21,8 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 var featureGates = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "featuregates"}
@@ -145,7 +145,7 @@ func (b *bench) measureChange(ctx context.Context) *section {
 		p, err := b.changeProcessRun(ctx, pl, i, proc, stopExit, stopLog, startReady)
 		e.add(i, err)
 		if p != nil {
-			if _, ok := p.Log.Find(testharness.Contains("Unable to write event")); ok {
+			if _, ok := p.Log.Find(harness.Contains("Unable to write event")); ok {
 				lost++
 			}
 		}
@@ -190,7 +190,7 @@ func countEvents(ctx context.Context, pl *plane, reason string) (int, error) {
 	return n, nil
 }
 
-func (b *bench) changeProcessRun(ctx context.Context, pl *plane, i int, cs changeSeries, stopExit, stopLog, startReady *series) (*testharness.Process, error) {
+func (b *bench) changeProcessRun(ctx context.Context, pl *plane, i int, cs changeSeries, stopExit, stopLog, startReady *series) (*harness.Process, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	p, err := b.operator(pl, fmt.Sprintf("change-%d", i))
@@ -201,14 +201,14 @@ func (b *bench) changeProcessRun(ctx context.Context, pl *plane, i int, cs chang
 	return p, b.changeProcessTimed(ctx, pl, p, cs, stopExit, stopLog, startReady)
 }
 
-func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharness.Process, cs changeSeries, stopExit, stopLog, startReady *series) error {
+func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *harness.Process, cs changeSeries, stopExit, stopLog, startReady *series) error {
 	readyAt, err := p.WaitReady(ctx, 5*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	startReady.add(readyAt.Sub(p.Started()))
 	for _, line := range []string{`"Starting workers"`, `"Manifests applied"`} {
-		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
+		if _, _, err := p.WaitLine(ctx, 0, harness.Contains(line)); err != nil {
 			return err
 		}
 	}
@@ -232,7 +232,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharnes
 	if err != nil {
 		return err
 	}
-	detected, _, err := p.WaitLine(ctx, 0, testharness.Contains("requesting shutdown"))
+	detected, _, err := p.WaitLine(ctx, 0, harness.Contains("requesting shutdown"))
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *testharnes
 	}
 	cs.add(sent, resp, floorAt, detected.TS)
 	stopExit.add(exited.Sub(detected.TS))
-	if l, ok := p.Log.Find(testharness.Contains("Graceful shutdown complete")); ok {
+	if l, ok := p.Log.Find(harness.Contains("Graceful shutdown complete")); ok {
 		stopLog.add(l.At().Sub(detected.TS))
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // idleSettle is how long an operator idles after its first run before its
@@ -33,7 +33,7 @@ const bareRuns = 5
 func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCPU []time.Duration) ([][2]string, []check, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.idle+3*time.Minute)
 	defer cancel()
-	port, err := testharness.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,7 +43,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return nil, nil, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`))
+	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +80,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	}
 	window := time.Since(w0)
 	m2, _ := procStatus(pid)
-	if _, _, ok := p.Log.FindFrom(i+1, testharness.Contains(`"Manifests applied"`)); ok {
+	if _, _, ok := p.Log.FindFrom(i+1, harness.Contains(`"Manifests applied"`)); ok {
 		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.LogPath())
 	}
 	perHour := time.Duration(float64(cpu1-cpu0) * float64(time.Hour) / float64(window))
@@ -178,7 +178,7 @@ func (b *bench) idleOperator(ctx context.Context, pl *plane, name, bin string) (
 		return m, err
 	}
 	defer p.Stop(10 * time.Second)
-	if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`)); err != nil {
+	if _, _, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`)); err != nil {
 		return m, err
 	}
 	if err := sleep(ctx, idleSettle); err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // leaseName is the operator's default leader election Lease
@@ -88,7 +88,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 		return sec
 	}
 	defer pl.stop()
-	var pair [2]*testharness.Process
+	var pair [2]*harness.Process
 	for j := range pair {
 		if pair[j], err = b.replica(pl, fmt.Sprintf("handover-init-%d", j)); err != nil {
 			sec.Err = err
@@ -159,7 +159,7 @@ func (b *bench) measureHandover(ctx context.Context) *section {
 	return sec
 }
 
-func (b *bench) replica(pl *plane, name string) (*testharness.Process, error) {
+func (b *bench) replica(pl *plane, name string) (*harness.Process, error) {
 	return b.operator(pl, name, "--leader-elect", "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s")
 }
@@ -171,9 +171,9 @@ type handoverResult struct {
 
 // handoverRun changes the FeatureGate under a running pair and times the
 // handover to their replacements, which it returns as the next pair.
-func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness.Process, run int, kill bool) (handoverResult, [2]*testharness.Process, error) {
+func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*harness.Process, run int, kill bool) (handoverResult, [2]*harness.Process, error) {
 	var res handoverResult
-	var next [2]*testharness.Process
+	var next [2]*harness.Process
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 
@@ -186,7 +186,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	}
 	for leader < 0 {
 		for j, p := range pair {
-			if _, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok {
+			if _, ok := p.Log.Find(harness.Contains(acquiredLease)); ok {
 				leader = j
 			}
 		}
@@ -198,7 +198,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 			}
 		}
 	}
-	if _, _, err := pair[leader].WaitLine(ctx, 0, testharness.Contains(`"Manifests applied"`)); err != nil {
+	if _, _, err := pair[leader].WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`)); err != nil {
 		return res, next, err
 	}
 	old, err := lease(ctx, pl.c, leaseName)
@@ -210,7 +210,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	var killMu sync.Mutex
 	if kill {
 		lp := pair[leader]
-		lp.Log.OnFirst(testharness.Contains("requesting shutdown"), func(testharness.Line) {
+		lp.Log.OnFirst(harness.Contains("requesting shutdown"), func(harness.Line) {
 			lp.Kill()
 			killMu.Lock()
 			killedAt = time.Now()
@@ -223,7 +223,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	// The kubelet: a replacement the moment a process exits.
 	type started struct {
 		j   int
-		p   *testharness.Process
+		p   *harness.Process
 		err error
 	}
 	startedCh := make(chan started, 2)
@@ -261,7 +261,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	newLeader := -1
 	for newLeader < 0 {
 		for j, p := range next {
-			if _, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok {
+			if _, ok := p.Log.Find(harness.Contains(acquiredLease)); ok {
 				newLeader = j
 				break
 			}
@@ -279,7 +279,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 	if err != nil {
 		return res, next, err
 	}
-	snap, _, err := nl.WaitLine(ctx, 0, testharness.Contains("Startup snapshot taken"))
+	snap, _, err := nl.WaitLine(ctx, 0, harness.Contains("Startup snapshot taken"))
 	if err != nil {
 		return res, next, err
 	}
@@ -317,7 +317,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 		if j == leader {
 			continue
 		}
-		if l, ok := p.Log.Find(testharness.Contains(acquiredLease)); ok && l.Recv.After(t0) {
+		if l, ok := p.Log.Find(harness.Contains(acquiredLease)); ok && l.Recv.After(t0) {
 			return res, next, fmt.Errorf("the old standby took the lease on its way out")
 		}
 	}
@@ -329,7 +329,7 @@ func (b *bench) handoverRun(ctx context.Context, pl *plane, pair [2]*testharness
 		k := killedAt
 		killMu.Unlock()
 		res.discarded = released || k.IsZero()
-	} else if l, ok := pair[leader].Log.Find(testharness.Contains("requesting shutdown")); ok {
+	} else if l, ok := pair[leader].Log.Find(harness.Contains("requesting shutdown")); ok {
 		res.leaderStopExit = pair[leader].ExitedAt().Sub(l.At())
 	}
 	return res, next, nil

@@ -8,11 +8,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // measureKubelet reports the real-kubelet measurement: it needs root and a
-// node of its own (internal/node), so `make bench-cluster` takes it
+// node of its own (test/framework/node), so `make bench-cluster` takes it
 // (test/cluster's TestBenchKubeletRestart) and leaves it in the -kubelet
 // file, which `make bench` runs first when it is root.
 func (b *bench) measureKubelet(context.Context) *section {
@@ -42,11 +42,11 @@ func (b *bench) measureKubelet(context.Context) *section {
 
 // kubeletMeasurement reads the -kubelet file; the error says why there is
 // none, as the report's row.
-func (b *bench) kubeletMeasurement() (testharness.KubeletRestart, error) {
+func (b *bench) kubeletMeasurement() (harness.KubeletRestart, error) {
 	if b.kubelet == "" {
-		return testharness.KubeletRestart{}, errors.New("not measured (no -kubelet file: `sudo make bench` measures it)")
+		return harness.KubeletRestart{}, errors.New("not measured (no -kubelet file: `sudo make bench` measures it)")
 	}
-	m, err := testharness.ReadKubeletRestart(b.kubelet)
+	m, err := harness.ReadKubeletRestart(b.kubelet)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && os.Geteuid() != 0:
 		return m, errors.New("not measured (needs root: `sudo make bench`)")

@@ -36,8 +36,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The FeatureGate the benchmarks change: status carries an entry for
@@ -114,7 +114,7 @@ func run(o options) int {
 		_ = os.RemoveAll(tmp)
 	}()
 	defer stopAllPlanes()
-	defer testharness.StopAll(5 * time.Second)
+	defer harness.StopAll(5 * time.Second)
 
 	root, err := controlplane.Root()
 	if err != nil {
@@ -125,7 +125,7 @@ func run(o options) int {
 	if b.linked == "" {
 		b.linked = filepath.Join(tmp, "build", "manager")
 		fmt.Println("bench: building the operator")
-		if err := testharness.BuildManager(ctx, b.linked); err != nil {
+		if err := harness.BuildManager(ctx, b.linked); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
@@ -303,18 +303,18 @@ func (b *bench) dir(name string) string {
 
 // operator starts an operator process against pl, its output kept in the
 // measurement's directory.
-func (b *bench) operator(pl *plane, name string, args ...string) (*testharness.Process, error) {
+func (b *bench) operator(pl *plane, name string, args ...string) (*harness.Process, error) {
 	return b.operatorFrom(b.manager, pl, name, args...)
 }
 
 // operatorFrom is operator running the binary bin.
-func (b *bench) operatorFrom(bin string, pl *plane, name string, args ...string) (*testharness.Process, error) {
-	opts, err := testharness.ManagerOptions(bin, name, pl.kubeconfig, append([]string{"--release-version=" + benchVersion}, args...)...)
+func (b *bench) operatorFrom(bin string, pl *plane, name string, args ...string) (*harness.Process, error) {
+	opts, err := harness.ManagerOptions(bin, name, pl.kubeconfig, append([]string{"--release-version=" + benchVersion}, args...)...)
 	if err != nil {
 		return nil, err
 	}
 	opts.LogFile = filepath.Join(b.dir(name), "operator.log")
-	return testharness.Start(opts)
+	return harness.Start(opts)
 }
 
 // featureGatePlane is startPlane with FeatureGate/cluster created: the

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // apiPoll is how often the harness starts a read to see whether the API
@@ -90,7 +90,7 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name string, phase time
 		return err
 	}
 	defer p.Stop(10 * time.Second)
-	if _, _, err := p.WaitLine(ctx, 0, testharness.Contains("connection refused")); err != nil {
+	if _, _, err := p.WaitLine(ctx, 0, harness.Contains("connection refused")); err != nil {
 		_, _ = restartAPI(ctx, pl)
 		return err
 	}
@@ -118,7 +118,7 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name string, phase time
 		return ready.err
 	}
 	ser.add(ready.at.Sub(apiAt))
-	snap, _, err := p.WaitLine(ctx, 0, testharness.Contains("Startup snapshot taken"))
+	snap, _, err := p.WaitLine(ctx, 0, harness.Contains("Startup snapshot taken"))
 	if err != nil {
 		return err
 	}
@@ -138,13 +138,13 @@ func (b *bench) logVolume(ctx context.Context, pl *plane, outage time.Duration) 
 		return 0, 0, err
 	}
 	defer p.Stop(10 * time.Second)
-	if _, _, err := p.WaitLine(ctx, 0, testharness.Contains("connection refused")); err != nil {
+	if _, _, err := p.WaitLine(ctx, 0, harness.Contains("connection refused")); err != nil {
 		return 0, 0, err
 	}
 	if err := sleep(ctx, outage); err != nil {
 		return 0, 0, err
 	}
-	return p.Log.CountWhere(testharness.Message("FeatureGate not read")), p.Log.Len(), nil
+	return p.Log.CountWhere(harness.Message("FeatureGate not read")), p.Log.Len(), nil
 }
 
 func (b *bench) measureOutage(ctx context.Context) *section {
@@ -153,7 +153,7 @@ func (b *bench) measureOutage(ctx context.Context) *section {
 		"One control plane plus a second kube-apiserver on the same etcd. Every run starts a fresh operator against the first API server and waits until it runs " +
 			"(FeatureGate workers started, applier ran once, then 1 s), stops the first API server, flips the gate through the second one, and starts the first again. " +
 			"Measured from the harness's first successful read through the first API server (one started every 10 ms) to the operator's exit, and to its `requesting shutdown` line. " +
-			"The outage lasts as long as a kube-apiserver stop (internal/controlplane sets `--shutdown-watch-termination-grace-period=1s`, so that the operator's open watch does not hold it up) and restart take here (see the outage row). " +
+			"The outage lasts as long as a kube-apiserver stop (test/framework/controlplane sets `--shutdown-watch-termination-grace-period=1s`, so that the operator's open watch does not hold it up) and restart take here (see the outage row). " +
 			"The operator learns of the change either from its informer, whose watch reconnects on client-go's reflector backoff, or from the guard's monitor, which reads live and watches from its own list (the `detectedBy` field of the log line says which).",
 	}
 	exit := &series{Label: "API back → process exited", Short: "outage: API back -> exit", Target: 2 * time.Second}
@@ -214,13 +214,13 @@ func (b *bench) outageRun(ctx context.Context, pl *plane, second client.Client, 
 // FeatureGate workers started, the applier ran once, and a second more (a
 // watch younger than a second counts as "very short" to client-go's
 // reflector; let it be an ordinary one when the API goes away).
-func (b *bench) runningOperator(ctx context.Context, pl *plane, name string) (*testharness.Process, error) {
+func (b *bench) runningOperator(ctx context.Context, pl *plane, name string) (*harness.Process, error) {
 	p, err := b.operator(pl, name)
 	if err != nil {
 		return nil, err
 	}
 	for _, line := range []string{`"Starting workers"`, `"Manifests applied"`} {
-		if _, _, err := p.WaitLine(ctx, 0, testharness.Contains(line)); err != nil {
+		if _, _, err := p.WaitLine(ctx, 0, harness.Contains(line)); err != nil {
 			p.Stop(10 * time.Second)
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func (b *bench) runningOperator(ctx context.Context, pl *plane, name string) (*t
 
 // exitAndDetection waits for p's exit and records, from since, when it
 // exited and when it logged the change, and which path saw it.
-func exitAndDetection(ctx context.Context, p *testharness.Process, since time.Time, exit, detect *series, by map[string]int) error {
+func exitAndDetection(ctx context.Context, p *harness.Process, since time.Time, exit, detect *series, by map[string]int) error {
 	exited, err := p.Wait(ctx)
 	if err != nil {
 		return err
@@ -243,7 +243,7 @@ func exitAndDetection(ctx context.Context, p *testharness.Process, since time.Ti
 		return fmt.Errorf("operator exit: %w", err)
 	}
 	exit.add(exited.Sub(since))
-	if l, ok := p.Log.Find(testharness.Contains("requesting shutdown")); ok {
+	if l, ok := p.Log.Find(harness.Contains("requesting shutdown")); ok {
 		detect.add(l.At().Sub(since))
 		detectedBy := l.Get("detectedBy")
 		if detectedBy == "" {

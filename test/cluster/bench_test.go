@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // benchGuard names the file `make bench-cluster` has the kubelet
@@ -30,7 +30,7 @@ func TestBenchKubeletRestart(t *testing.T) {
 	}
 	runs := 5
 	installCRDs(t)
-	var res testharness.KubeletRestart
+	var res harness.KubeletRestart
 	for i := range runs {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			change, snapshot, probe := kubeletRestartRun(t)
@@ -41,7 +41,7 @@ func TestBenchKubeletRestart(t *testing.T) {
 		})
 	}
 	res.Measured = time.Now()
-	NewWithT(t).Expect(testharness.WriteKubeletRestart(out, res)).To(Succeed())
+	NewWithT(t).Expect(harness.WriteKubeletRestart(out, res)).To(Succeed())
 }
 
 // kubeletRestartRun deploys the operator, changes the FeatureGate and
@@ -56,7 +56,7 @@ func kubeletRestartRun(t *testing.T) (change, snapshot time.Duration, probe stri
 	rp := pod.Spec.Containers[0].ReadinessProbe
 	probe = fmt.Sprintf("GET %s, initialDelaySeconds %d, periodSeconds %d, timeoutSeconds %d, failureThreshold %d",
 		rp.HTTPGet.Path, rp.InitialDelaySeconds, rp.PeriodSeconds, rp.TimeoutSeconds, rp.FailureThreshold)
-	testharness.SetFeatureSet(t, admin(t), "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, admin(t), "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	var readyAt time.Time
 	g.Eventually(func(g Gomega) {
@@ -69,7 +69,7 @@ func kubeletRestartRun(t *testing.T) (change, snapshot time.Duration, probe stri
 	lines, err := podLog(ctx, pod.Name, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, l := range lines {
-		if testharness.All(testharness.Message("Startup snapshot taken"), testharness.KeyEquals("featureSet", "TechPreviewNoUpgrade")).Matches(l) {
+		if harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade")).Matches(l) {
 			g.Expect(l.TS.IsZero()).To(BeFalse(), "timestamp of %s", l.Raw)
 			return readyAt.Sub(changed), readyAt.Sub(l.TS), probe
 		}

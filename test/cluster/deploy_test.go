@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // What config/default deploys, by the names kustomize gives it.
@@ -46,7 +46,7 @@ const (
 // admin is a client for the node as its administrator.
 func admin(t *testing.T) client.Client {
 	t.Helper()
-	return testharness.Client(t, cluster.Admin)
+	return harness.Client(t, cluster.Admin)
 }
 
 // kubectl runs kubectl as the admin, failing the test on error.
@@ -94,7 +94,7 @@ func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
 			t.Errorf("delete FeatureGate cluster: %v", err)
 		}
 	})
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(set))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(set))
 }
 
 // deployOptions changes what deploy renders.
@@ -156,7 +156,7 @@ patches:
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := testharness.KustomizeBuild(kustomize, dir)
+	out, err := harness.KustomizeBuild(kustomize, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,20 +255,20 @@ func ready(pod corev1.Pod) bool {
 // podLog is the manager container's log, as the API serves it (from the
 // kubelet), parsed into lines; previous asks for the container before the
 // last restart.
-func podLog(ctx context.Context, pod string, previous bool) ([]testharness.Line, error) {
+func podLog(ctx context.Context, pod string, previous bool) ([]harness.Line, error) {
 	raw, err := cluster.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous}).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("log of pod %s (previous: %v): %w", pod, previous, err)
 	}
-	var lines []testharness.Line
+	var lines []harness.Line
 	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		lines = append(lines, testharness.ParseLine(l, time.Now()))
+		lines = append(lines, harness.ParseLine(l, time.Now()))
 	}
 	return lines, nil
 }
 
 // logHas reports whether a line of lines matches m.
-func logHas(lines []testharness.Line, m testharness.Match) bool {
+func logHas(lines []harness.Line, m harness.Match) bool {
 	for _, l := range lines {
 		if m.Matches(l) {
 			return true

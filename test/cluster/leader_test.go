@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // Two replicas, leader election on as shipped: both become Ready (the
@@ -41,7 +41,7 @@ func TestLeaderElectionTwoReplicas(t *testing.T) {
 	leader := holderPod(t, two, lease)
 	onlyLeaderApplies(ctx, t, two, leader, "Default")
 
-	testharness.SetFeatureSet(t, admin(t), "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, admin(t), "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	var handedOver time.Duration
 	g.Eventually(func() bool {
@@ -96,7 +96,7 @@ func holderPod(t *testing.T, pods []corev1.Pod, lease coordinationv1.Lease) stri
 func onlyLeaderApplies(ctx context.Context, t *testing.T, pods []corev1.Pod, leader, set string) {
 	t.Helper()
 	g := NewWithT(t)
-	applied := testharness.All(testharness.Message("Manifests applied"), testharness.KeyEquals("featureSet", set))
+	applied := harness.All(harness.Message("Manifests applied"), harness.KeyEquals("featureSet", set))
 	g.Eventually(func() (bool, error) {
 		lines, err := podLog(ctx, leader, false)
 		return logHas(lines, applied), err
@@ -107,7 +107,7 @@ func onlyLeaderApplies(ctx context.Context, t *testing.T, pods []corev1.Pod, lea
 		}
 		g.Consistently(func() (bool, error) {
 			lines, err := podLog(ctx, p.Name, false)
-			return logHas(lines, testharness.Message("Manifests applied")), err
+			return logHas(lines, harness.Message("Manifests applied")), err
 		}).WithTimeout(3*time.Second).WithPolling(time.Second).Should(BeFalse(), "the follower %s applies nothing", p.Name)
 	}
 }

@@ -1,5 +1,5 @@
 // Package cluster tests the operator on a real single-node cluster
-// (internal/node), as users run it: the image built from the checkout,
+// (test/framework/node), as users run it: the image built from the checkout,
 // deployed by `kustomize build config/default | kubectl apply
 // --server-side`, started, probed and restarted by a real kubelet, talking
 // to the API server with the ServiceAccount token the kubelet mounts.
@@ -23,10 +23,10 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/image"
-	"github.com/featuregate-operator/operator/internal/node"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/test/framework/image"
+	"github.com/featuregate-operator/operator/test/framework/node"
 )
 
 // guard is the environment variable `make test-cluster` sets.
@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "test/cluster:", err)
 		return 1
 	}
-	bin, cleanup, err := testharness.Kustomize(root)
+	bin, cleanup, err := harness.Kustomize(root)
 	defer cleanup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test/cluster:", err)
@@ -136,7 +136,7 @@ func run(m *testing.M) int {
 // program, statically, and writes their images into dir.
 func buildImages(dir string) ([]string, error) {
 	manager := filepath.Join(dir, "manager")
-	if err := testharness.BuildManager(context.Background(), manager); err != nil {
+	if err := harness.BuildManager(context.Background(), manager); err != nil {
 		return nil, err
 	}
 	pause := filepath.Join(dir, "pause")

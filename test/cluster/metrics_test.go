@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The secured metrics endpoint, reached as Prometheus reaches it: through
@@ -37,7 +37,7 @@ func TestMetricsThroughService(t *testing.T) {
 	stranger := scraperToken(ctx, t, "metrics-stranger", false)
 	var body string
 	g.Eventually(func() (int, error) {
-		code, b, err := testharness.Scrape(ctx, url, scraper)
+		code, b, err := harness.Scrape(ctx, url, scraper)
 		body = b
 		return code, err
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Equal(http.StatusOK), "scrape %s with the metrics-reader token", url)
@@ -83,8 +83,8 @@ func scraperToken(ctx context.Context, t *testing.T, name string, reader bool) s
 	return tr.Status.Token
 }
 
-// status is testharness.Scrape's status code.
+// status is harness.Scrape's status code.
 func status(ctx context.Context, url, token string) (int, error) {
-	code, _, err := testharness.Scrape(ctx, url, token)
+	code, _, err := harness.Scrape(ctx, url, token)
 	return code, err
 }

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // outage is how long the API server is down.
@@ -31,7 +31,7 @@ func TestAPIOutage(t *testing.T) {
 	second, stopSecond, err := cluster.SecondAPIServer(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(stopSecond)
-	changer := testharness.Client(t, second)
+	changer := harness.Client(t, second)
 
 	cluster.StopAPIServer()
 	back := false
@@ -49,7 +49,7 @@ func TestAPIOutage(t *testing.T) {
 		g.Expect(probe(ctx, pod.Status.PodIP, "/readyz")).To(Equal(http.StatusOK), "ready: it has its snapshot")
 	}
 	g.Consistently(running).WithTimeout(outage / 2).WithPolling(time.Second).Should(Succeed())
-	testharness.SetFeatureSet(t, changer, "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, changer, "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(running).WithTimeout(outage - time.Since(down)).WithPolling(time.Second).Should(Succeed())
 	stopSecond()
 
@@ -64,7 +64,7 @@ func TestAPIOutage(t *testing.T) {
 	g.Expect(managerStatus(restarted).LastTerminationState.Terminated.FinishedAt.Time).NotTo(BeTemporally("<", starting.Truncate(time.Second)), "exited after the API server started again")
 	previous, err := podLog(ctx, pod.Name, true)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(logHas(previous, testharness.All(testharness.Message("FeatureGate changed; requesting shutdown"), testharness.KeyContains("diff", "TechPreviewNoUpgrade")))).To(BeTrue())
+	g.Expect(logHas(previous, harness.All(harness.Message("FeatureGate changed; requesting shutdown"), harness.KeyContains("diff", "TechPreviewNoUpgrade")))).To(BeTrue())
 	g.Expect(cluster.Process("kubelet").Log.Index("Probe failed for http://"+pod.Status.PodIP+":8081/healthz")).To(Equal(-1), "a liveness probe failed")
 	g.Consistently(func() (int32, error) {
 		p, err := getPod(ctx, pod.Name)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The operator talks to the API server with the ServiceAccount token the
@@ -79,10 +79,10 @@ func TestShippedRBACWithMountedToken(t *testing.T) {
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(BeTrue(), "the StartupSnapshot Event")
 	lines, err := podLog(ctx, pod.Name, false)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(logHas(lines, testharness.Contains("forbidden"))).To(BeFalse(), "a request was refused:\n%s", rawLines(lines))
+	g.Expect(logHas(lines, harness.Contains("forbidden"))).To(BeFalse(), "a request was refused:\n%s", rawLines(lines))
 
 	// Reading the FeatureGate is allowed; writing it is not.
-	own, err := testharness.NewClient(cfg, 30*time.Second)
+	own, err := harness.NewClient(cfg, 30*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 	fg := &configv1.FeatureGate{}
 	g.Expect(own.Get(ctx, client.ObjectKey{Name: "cluster"}, fg)).To(Succeed())
@@ -91,7 +91,7 @@ func TestShippedRBACWithMountedToken(t *testing.T) {
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a FeatureGate write with the operator's token: %v", err)
 }
 
-func rawLines(lines []testharness.Line) string {
+func rawLines(lines []harness.Line) string {
 	raw := make([]string, len(lines))
 	for i, l := range lines {
 		raw[i] = l.Raw

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // Deployed before the FeatureGate's CRD exists, the operator runs and is
@@ -30,14 +30,14 @@ func TestNotReadyUntilFeatureGateExists(t *testing.T) {
 	g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
 
 	// The kubelet probes /readyz and reads the featuregate check failing.
-	probeFailed := testharness.Contains("Probe failed for http://"+pod.Status.PodIP+":8081/readyz", "[-]featuregate failed")
+	probeFailed := harness.Contains("Probe failed for http://"+pod.Status.PodIP+":8081/readyz", "[-]featuregate failed")
 	g.Eventually(func() int { return cluster.Process("kubelet").Log.IndexWhere(probeFailed) }).
 		WithTimeout(podTimeout).WithPolling(poll).Should(BeNumerically(">=", 0), "the kubelet's readiness probe output")
 	g.Eventually(func() string { return readyzReason(ctx, pod.Status.PodIP) }).
 		WithTimeout(podTimeout).WithPolling(poll).Should(ContainSubstring("initial FeatureGate not read yet"))
 	g.Eventually(func() (bool, error) {
 		lines, err := podLog(ctx, pod.Name, false)
-		return logHas(lines, testharness.All(testharness.Message("FeatureGate not read; no feature set assumed, retrying"), testharness.HasKey("error"))), err
+		return logHas(lines, harness.All(harness.Message("FeatureGate not read; no feature set assumed, retrying"), harness.HasKey("error"))), err
 	}).WithTimeout(podTimeout).WithPolling(time.Second).Should(BeTrue(), "the log says why")
 	notReadyNoRestart := func(g Gomega) {
 		p, err := getPod(ctx, pod.Name)
@@ -66,7 +66,7 @@ func TestNotReadyUntilFeatureGateExists(t *testing.T) {
 	g.Expect(managerStatus(p).RestartCount).To(BeZero(), "no restart on the way to Ready")
 	lines, err := podLog(ctx, pod.Name, false)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(logHas(lines, testharness.All(testharness.Message("Startup snapshot taken"), testharness.KeyEquals("featureSet", "Default")))).To(BeTrue())
+	g.Expect(logHas(lines, harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "Default")))).To(BeTrue())
 }
 
 // readyzReason is the body of the featuregate readiness check, read from
@@ -75,7 +75,7 @@ func TestNotReadyUntilFeatureGateExists(t *testing.T) {
 func readyzReason(ctx context.Context, podIP string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:8081/readyz/%s", podIP, testharness.ReasonCheck), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:8081/readyz/%s", podIP, harness.ReasonCheck), nil)
 	if err != nil {
 		return ""
 	}

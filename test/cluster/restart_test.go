@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/controllers"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // A FeatureGate change ends the container with exit code 0, and the
@@ -29,12 +29,12 @@ func TestFeatureGateChangeRestartsContainer(t *testing.T) {
 	first := managerStatus(pod)
 	g.Eventually(func() (bool, error) {
 		lines, err := podLog(ctx, pod.Name, false)
-		return logHas(lines, testharness.All(testharness.Message("Manifests applied"), testharness.KeyEquals("featureSet", "Default"))), err
+		return logHas(lines, harness.All(harness.Message("Manifests applied"), harness.KeyEquals("featureSet", "Default"))), err
 	}).WithTimeout(changeTimeout).WithPolling(time.Second).Should(BeTrue())
 	err := c.Get(ctx, client.ObjectKey{Name: techPreviewNamespace}, &corev1.Namespace{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s under Default: %v", techPreviewNamespace, err)
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	restarted := restartedOnce(ctx, t, pod.Name)
 	t.Logf("restarted and Ready %s after the change", time.Since(changed).Round(10*time.Millisecond))
@@ -46,12 +46,12 @@ func TestFeatureGateChangeRestartsContainer(t *testing.T) {
 	// snapshot and applied what it includes.
 	previous, err := podLog(ctx, pod.Name, true)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(logHas(previous, testharness.All(testharness.Message("FeatureGate changed; requesting shutdown"), testharness.KeyContains("diff", "TechPreviewNoUpgrade")))).To(BeTrue())
-	g.Expect(logHas(previous, testharness.Message("Graceful shutdown complete"))).To(BeTrue())
+	g.Expect(logHas(previous, harness.All(harness.Message("FeatureGate changed; requesting shutdown"), harness.KeyContains("diff", "TechPreviewNoUpgrade")))).To(BeTrue())
+	g.Expect(logHas(previous, harness.Message("Graceful shutdown complete"))).To(BeTrue())
 	g.Eventually(func() (bool, error) {
 		lines, err := podLog(ctx, pod.Name, false)
-		return logHas(lines, testharness.All(testharness.Message("Startup snapshot taken"), testharness.KeyEquals("featureSet", "TechPreviewNoUpgrade"))) &&
-			logHas(lines, testharness.All(testharness.Message("Manifests applied"), testharness.KeyEquals("featureSet", "TechPreviewNoUpgrade"))), err
+		return logHas(lines, harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade"))) &&
+			logHas(lines, harness.All(harness.Message("Manifests applied"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade"))), err
 	}).WithTimeout(changeTimeout).WithPolling(time.Second).Should(BeTrue())
 	g.Eventually(func() (string, error) {
 		co := &configv1.ClusterOperator{}

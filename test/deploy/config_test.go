@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,18 +82,18 @@ func TestSampleConfigRuns(t *testing.T) {
 	createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, []string{"ExampleGateA", "UnwatchedGate"}, []string{"ExampleGateB"})
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(cp.WriteKubeconfig(kubeconfig)).To(Succeed())
-	health := testharness.FreeAddr(t)
+	health := harness.FreeAddr(t)
 	op := startOperator(t, health,
 		"--config="+filepath.Join(root, "config", "samples", "operatorconfig.yaml"),
 		"--kubeconfig="+kubeconfig,
-		"--metrics-bind-address="+testharness.FreeAddr(t),
+		"--metrics-bind-address="+harness.FreeAddr(t),
 		"--health-probe-bind-address="+health,
 		"--leader-election-namespace=default",
 		"--manifests-dir="+t.TempDir(),
 	)
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
-	g.Expect(op.Log.IndexWhere(testharness.All(testharness.Message("Startup snapshot taken"),
-		testharness.KeyEquals("snapshot", "TechPreviewNoUpgrade (version "+testVersion+": enabled [ExampleGateA UnwatchedGate], disabled [ExampleGateB])")))).To(BeNumerically(">=", 0))
+	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"),
+		harness.KeyEquals("snapshot", "TechPreviewNoUpgrade (version "+testVersion+": enabled [ExampleGateA UnwatchedGate], disabled [ExampleGateB])")))).To(BeNumerically(">=", 0))
 	// The sample's clusterOperatorName and leader election are in effect.
 	g.Eventually(func() error {
 		return admin.Get(ctx, client.ObjectKey{Name: "featuregate-operator"}, &configv1.ClusterOperator{})
@@ -101,5 +101,5 @@ func TestSampleConfigRuns(t *testing.T) {
 
 	g.Expect(op.Signal(os.Interrupt)).To(Succeed())
 	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
-	g.Expect(op.Log.IndexWhere(testharness.All(testharness.Message("Graceful shutdown complete"), testharness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
+	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Graceful shutdown complete"), harness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
 }

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // testVersion is the release version the tests publish FeatureGate status
@@ -29,7 +29,7 @@ const testVersion = "4.18.0"
 // stopped when the test ends.
 func startControlPlane(t *testing.T) (*controlplane.ControlPlane, client.Client) {
 	t.Helper()
-	cp := testharness.StartControlPlane(t, controlplane.Options{})
+	cp := harness.StartControlPlane(t, controlplane.Options{})
 	c, err := controlplane.NewClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func startControlPlane(t *testing.T) (*controlplane.ControlPlane, client.Client)
 // would.
 func createFeatureGate(t *testing.T, c client.Client, set configv1.FeatureSet, enabled, disabled []string) *configv1.FeatureGate {
 	t.Helper()
-	return testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(set, controlplane.StatusGates(testVersion, enabled, disabled)))
+	return harness.CreateFeatureGate(t, c, controlplane.FeatureGate(set, controlplane.StatusGates(testVersion, enabled, disabled)))
 }
 
 // applyForReal server-side applies objs as the admin.
@@ -107,9 +107,9 @@ func createServiceAccount(ctx context.Context, t *testing.T, c client.Client, sa
 
 // startOperator starts the manager built for this run with args alone;
 // probe is the health probe address they give it.
-func startOperator(t *testing.T, probe string, args ...string) *testharness.Process {
+func startOperator(t *testing.T, probe string, args ...string) *harness.Process {
 	t.Helper()
-	return testharness.StartT(t, testharness.Options{Name: "operator", Path: managerBin, Args: args, Probe: probe})
+	return harness.StartT(t, harness.Options{Name: "operator", Path: managerBin, Args: args, Probe: probe})
 }
 
 // port is the numeric port of a host:port address.

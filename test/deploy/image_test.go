@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/featuregate-operator/operator/internal/image"
+	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/test/framework/image"
 )
 
 // The image's base, distroless/static, has no dynamic loader and no libc:
@@ -69,11 +69,8 @@ func buildStage(t *testing.T, dockerfile string) string {
 	g.Expect(build).To(ContainSubstring("CGO_ENABLED=0"), "the build stage's go build")
 
 	out := filepath.Join(t.TempDir(), "manager")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if output, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in the build context of %s: %v\n%s", dockerfile, err, output)
+	if err := harness.BuildManagerFrom(t.Context(), work, out); err != nil {
+		t.Fatalf("the build context of %s: %v", dockerfile, err)
 	}
 	return out
 }
@@ -127,7 +124,7 @@ func checkStatic(t *testing.T, path string) {
 }
 
 // The image `make test-cluster` runs is built without Docker by
-// internal/image; it must be the image the Dockerfile describes: the same
+// test/framework/image; it must be the image the Dockerfile describes: the same
 // user, entrypoint and exposed ports (which are the Deployment's container
 // ports), and nothing in it but the static manager, executable, and the
 // user's /etc/passwd and /etc/group entries.

@@ -10,7 +10,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 var (
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	code := testharness.RunWithManager(m, "deploy tests", func(b *testharness.Built) { root, managerBin = b.Root, b.Manager })
+	code := harness.RunWithManager(m, "deploy tests", func(b *harness.Built) { root, managerBin = b.Root, b.Manager })
 	kustomizeCleanup()
 	return code
 }

@@ -11,7 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The metrics endpoint is served over HTTPS behind the API server's
@@ -27,9 +27,9 @@ func TestSecureMetrics(t *testing.T) {
 
 	sa := installOperatorRBAC(ctx, t, admin)
 	createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, nil, nil)
-	health, metrics := testharness.FreeAddr(t), testharness.FreeAddr(t)
+	health, metrics := harness.FreeAddr(t), harness.FreeAddr(t)
 	op := startOperator(t, health,
-		"--kubeconfig="+testharness.Kubeconfig(t, tokenConfig(ctx, t, cp, sa)),
+		"--kubeconfig="+harness.Kubeconfig(t, tokenConfig(ctx, t, cp, sa)),
 		"--release-version="+testVersion,
 		"--leader-elect",
 		"--leader-election-namespace="+sa.namespace,
@@ -55,7 +55,7 @@ func TestSecureMetrics(t *testing.T) {
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
 
 	scrape := func(token string) (int, string, error) {
-		return testharness.Scrape(ctx, "https://"+metrics+"/metrics", token)
+		return harness.Scrape(ctx, "https://"+metrics+"/metrics", token)
 	}
 
 	// The metrics server starts beside the probes, not before them: /readyz

@@ -22,8 +22,8 @@ import (
 
 	"github.com/featuregate-operator/operator/api/v1alpha1"
 	"github.com/featuregate-operator/operator/controllers"
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The generated RBAC is enough, and no more: the real binary, authenticated
@@ -42,9 +42,9 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 	sa := installOperatorRBAC(ctx, t, admin)
 	fg := createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, []string{"GateA"}, []string{"GateB"})
 	saConfig := tokenConfig(ctx, t, cp, sa)
-	health := testharness.FreeAddr(t)
+	health := harness.FreeAddr(t)
 	op := startOperator(t, health,
-		"--kubeconfig="+testharness.Kubeconfig(t, saConfig),
+		"--kubeconfig="+harness.Kubeconfig(t, saConfig),
 		"--release-version="+testVersion,
 		"--manifests-dir="+filepath.Join(root, "pkg", "manifest", "testdata", "seed"),
 		"--leader-elect",
@@ -54,7 +54,7 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 		"--graceful-shutdown-timeout=10s",
 	)
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
-	g.Expect(op.Log.IndexWhere(testharness.All(testharness.Message("Startup snapshot taken"), testharness.KeyEquals("featureSet", "TechPreviewNoUpgrade")))).To(BeNumerically(">=", 0))
+	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade")))).To(BeNumerically(">=", 0))
 
 	// Status: the ClusterOperator, created and written by the operator.
 	co := &configv1.ClusterOperator{}
@@ -103,8 +103,8 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 	g.Expect(admin.Status().Patch(ctx, fg, patch)).To(Succeed())
 	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
 	change := "gate GateB disabled -> enabled in status for version " + testVersion
-	g.Expect(op.Log.IndexWhere(testharness.All(testharness.Message("FeatureGate changed; requesting shutdown"), testharness.KeyContains("diff", change)))).To(BeNumerically(">=", 0))
-	g.Expect(op.Log.IndexWhere(testharness.All(testharness.Message("Graceful shutdown complete"), testharness.KeyEquals("reason", change)))).To(BeNumerically(">=", 0))
+	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("FeatureGate changed; requesting shutdown"), harness.KeyContains("diff", change)))).To(BeNumerically(">=", 0))
+	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Graceful shutdown complete"), harness.KeyEquals("reason", change)))).To(BeNumerically(">=", 0))
 	g.Expect(admin.Get(ctx, leaseKey, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), HaveValue(BeEmpty())), "the lease is released on shutdown")
 	// Nothing the operator did along the way was refused.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The kustomize build of config/default is made once and shared: it is the
@@ -43,12 +43,12 @@ func rendered(t *testing.T) []*unstructured.Unstructured {
 }
 
 func render() ([]*unstructured.Unstructured, error) {
-	bin, cleanup, err := testharness.Kustomize(root)
+	bin, cleanup, err := harness.Kustomize(root)
 	kustomizeCleanup = cleanup
 	if err != nil {
 		return nil, err
 	}
-	out, err := testharness.KustomizeBuild(bin, filepath.Join(root, "config", "default"))
+	out, err := harness.KustomizeBuild(bin, filepath.Join(root, "config", "default"))
 	if err != nil {
 		return nil, err
 	}

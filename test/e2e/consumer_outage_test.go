@@ -11,8 +11,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // outageRound is what one round of TestConsumerChangeJustAfterOutage saw.
@@ -52,13 +52,13 @@ func TestConsumerChangeJustAfterOutage(t *testing.T) {
 	defer cancel()
 	bin := buildConsumer(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
+	c := harness.Client(t, cp.Config)
 	enabled := true
 	setUpConsumerCluster(t, c, enabled)
-	kc := testharness.Kubeconfig(t, cp.Config)
+	kc := harness.Kubeconfig(t, cp.Config)
 	// Asks whether the API server answers, each attempt short, so that the
 	// first answer is seen at once.
-	poll, err := testharness.NewClient(cp.Config, 500*time.Millisecond)
+	poll, err := harness.NewClient(cp.Config, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func changeJustAfterOutage(ctx context.Context, t *testing.T, cp *controlplane.C
 	)
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	p, err := testharness.Start(consumerOptions(t, fmt.Sprintf("consumer-%02d", i), bin, kc, "--resync=50ms"))
+	p, err := harness.Start(consumerOptions(t, fmt.Sprintf("consumer-%02d", i), bin, kc, "--resync=50ms"))
 	if err != nil {
 		r.fail("%v", err)
 		return
@@ -186,7 +186,7 @@ func changeJustAfterOutage(ctx context.Context, t *testing.T, cp *controlplane.C
 		r.fail("exit code %d after the change", code)
 	}
 	diff := fmt.Sprintf("gate %s %s -> %s in status for version %s", consumerGate, gateState(enabled), gateState(!enabled), consumerVersion)
-	line, ok := p.Log.Find(testharness.All(changedBy(diff), testharness.HasKey("detectedBy")))
+	line, ok := p.Log.Find(harness.All(changedBy(diff), harness.HasKey("detectedBy")))
 	if !ok {
 		r.fail("exited without logging the change %q", diff)
 		return
@@ -217,7 +217,7 @@ func untilAnswers(ctx context.Context, c client.Client) error {
 }
 
 // actsBetween counts the "Acted" lines logged in (from, to).
-func actsBetween(p *testharness.Process, from, to time.Time) int {
+func actsBetween(p *harness.Process, from, to time.Time) int {
 	n := 0
 	for _, l := range p.Log.Lines() {
 		if l.Msg == msgActed && l.At().After(from) && l.At().Before(to) {
@@ -256,7 +256,7 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 // logTail logs the last n lines of p.
-func logTail(t *testing.T, p *testharness.Process, n int) {
+func logTail(t *testing.T, p *harness.Process, n int) {
 	lines := p.Log.Lines()
 	raw := make([]string, 0, n)
 	for _, l := range lines[max(len(lines)-n, 0):] {

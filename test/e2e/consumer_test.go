@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // examples/consumer is an operator written the kubebuilder way on top of the
@@ -39,11 +39,11 @@ const (
 
 // logStopped is the consumer's last line, whose reason is the guard's
 // StopReason or "signal".
-var logStopped = testharness.All(testharness.Message("Stopped"), testharness.HasKey("reason"))
+var logStopped = harness.All(harness.Message("Stopped"), harness.HasKey("reason"))
 
 // actedWith selects the consumer's "Acted" lines for one gate state.
-func actedWith(enabled bool) testharness.Match {
-	return testharness.All(testharness.Message(msgActed), testharness.KeyEquals("enabled", strconv.FormatBool(enabled)))
+func actedWith(enabled bool) harness.Match {
+	return harness.All(harness.Message(msgActed), harness.KeyEquals("enabled", strconv.FormatBool(enabled)))
 }
 
 // buildConsumer builds examples/consumer, its own module, into a test
@@ -61,9 +61,9 @@ func buildConsumer(t *testing.T) string {
 
 // consumerOptions runs the consumer against kubeconfig for consumerVersion,
 // with nanosecond log timestamps (the zap flags' default has whole seconds).
-func consumerOptions(t *testing.T, name, bin, kubeconfig string, args ...string) testharness.Options {
-	probe := testharness.FreeAddr(t)
-	return testharness.Options{Name: name, Path: bin, Probe: probe, Args: append([]string{
+func consumerOptions(t *testing.T, name, bin, kubeconfig string, args ...string) harness.Options {
+	probe := harness.FreeAddr(t)
+	return harness.Options{Name: name, Path: bin, Probe: probe, Args: append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--health-probe-bind-address=" + probe,
 		"--release-version=" + consumerVersion,
@@ -77,7 +77,7 @@ func consumerOptions(t *testing.T, name, bin, kubeconfig string, args ...string)
 // "default".
 func setUpConsumerCluster(t *testing.T, c client.Client, gateEnabled bool) {
 	t.Helper()
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, func(fg *configv1.FeatureGate) {
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, func(fg *configv1.FeatureGate) {
 		fg.Status.FeatureGates = []configv1.FeatureGateDetails{consumerGates(gateEnabled)}
 	}))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: consumerConfigCM, Labels: map[string]string{"app": "consumer"}}}
@@ -120,7 +120,7 @@ func consumerData(t *testing.T, c client.Client) map[string]string {
 
 // staleActs are the "Acted" lines for the state enabled logged later than
 // after.
-func staleActs(o *testharness.Process, enabled bool, after time.Time) []string {
+func staleActs(o *harness.Process, enabled bool, after time.Time) []string {
 	var out []string
 	for _, l := range o.Log.Lines() {
 		if actedWith(enabled).Matches(l) && l.At().After(after) {
@@ -144,29 +144,29 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 	bin := buildConsumer(t)
 
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
+	c := harness.Client(t, cp.Config)
 	setUpConsumerCluster(t, c, true)
 	bystander := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bystander"}}
 	g.Expect(c.Create(t.Context(), bystander)).To(Succeed())
-	kc := testharness.Kubeconfig(t, cp.Config)
+	kc := harness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	const cacheSyncTimeout = time.Second
-	o := testharness.StartT(t, consumerOptions(t, "consumer", bin, kc, "--resync=200ms", "--cache-sync-timeout="+cacheSyncTimeout.String()))
+	o := harness.StartT(t, consumerOptions(t, "consumer", bin, kc, "--resync=200ms", "--cache-sync-timeout="+cacheSyncTimeout.String()))
 	g.Eventually(o.ReadyzStatus).WithTimeout(readyTimeout).Should(Equal(http.StatusInternalServerError))
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
 	g.Expect(notReadyWindow).To(BeNumerically(">", 2*cacheSyncTimeout))
 	g.Consistently(func() bool { return o.Running() && !o.Ready() }).WithTimeout(notReadyWindow).Should(BeTrue(),
 		"API down at start: alive and not ready for longer than the controller's cache-sync timeout")
-	g.Expect(o.Log.IndexWhere(testharness.Message(msgActed))).To(Equal(-1), "nothing acted on without a snapshot")
+	g.Expect(o.Log.IndexWhere(harness.Message(msgActed))).To(Equal(-1), "nothing acted on without a snapshot")
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(testharness.All(logSnapshot, testharness.KeyEquals("snapshot", "Default (version "+consumerVersion+": enabled [GateA], disabled [GateB])")))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(harness.All(logSnapshot, harness.KeyEquals("snapshot", "Default (version "+consumerVersion+": enabled [GateA], disabled [GateB])")))).To(BeNumerically(">=", 0))
 	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(Equal(map[string]string{"featureSet": "Default", consumerGate: "enabled"}))
 	g.Expect(o.WaitForLog(msgActed, readyTimeout)).To(Succeed())
-	g.Expect(o.Log.IndexWhere(testharness.All(actedWith(true), testharness.KeyEquals("configMap", "default/"+consumerConfigCM),
-		testharness.KeyEquals("featureSet", "Default"), testharness.KeyEquals("gate", consumerGate)))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(harness.All(actedWith(true), harness.KeyEquals("configMap", "default/"+consumerConfigCM),
+		harness.KeyEquals("featureSet", "Default"), harness.KeyEquals("gate", consumerGate)))).To(BeNumerically(">=", 0))
 	g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(bystander), bystander)).To(Succeed())
 	g.Expect(bystander.Data).To(BeEmpty(), "a ConfigMap without the label is not the consumer's")
 
@@ -175,19 +175,19 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	t.Logf("consumer exited %dms after the gate change", o.ExitedAt().Sub(changed).Milliseconds())
 	const diff = "gate GateA enabled -> disabled in status for version " + consumerVersion
-	line, ok := o.Log.Find(testharness.All(changedBy(diff), testharness.HasKey("detectedBy")))
+	line, ok := o.Log.Find(harness.All(changedBy(diff), harness.HasKey("detectedBy")))
 	g.Expect(ok).To(BeTrue(), "the change is logged, with detectedBy")
 	t.Logf("detected by %s %dms after the gate change", line.Get("detectedBy"), line.At().Sub(changed).Milliseconds())
-	g.Expect(o.Log.IndexWhere(testharness.All(logStopped, testharness.KeyContains("reason", diff)))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(harness.All(logStopped, harness.KeyContains("reason", diff)))).To(BeNumerically(">=", 0))
 	g.Expect(staleActs(o, true, changed.Add(watchDelivery))).To(BeEmpty(), "acted on the old state once the change was readable")
 	g.Expect(errorLines(o.Log)).To(BeEmpty())
 
 	// The restart reads the new value and acts on it; SIGTERM is exit 0.
-	next := testharness.StartT(t, consumerOptions(t, "consumer-restarted", bin, kc))
+	next := harness.StartT(t, consumerOptions(t, "consumer-restarted", bin, kc))
 	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(HaveKeyWithValue(consumerGate, "disabled"))
 	g.Expect(next.Signal(syscall.SIGTERM)).To(Succeed())
 	g.Expect(next.WaitExit(exitTimeout)).To(Equal(0))
-	g.Expect(next.Log.IndexWhere(testharness.All(logStopped, testharness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
+	g.Expect(next.Log.IndexWhere(harness.All(logStopped, harness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
 	g.Expect(next.Log.IndexWhere(logChanged)).To(Equal(-1))
 }

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // Log lines of the applier and the reconciler.
@@ -34,7 +34,7 @@ const (
 )
 
 // noPanic fails when the log shows a panic or a Go runtime crash.
-func noPanic(g Gomega, o *testharness.Process) {
+func noPanic(g Gomega, o *harness.Process) {
 	for _, l := range o.Log.Lines() {
 		g.Expect(l.Raw).NotTo(Or(ContainSubstring("panic"), ContainSubstring("goroutine "), HavePrefix("fatal error")), "%s crashed", o.Name)
 	}
@@ -134,8 +134,8 @@ func TestFaultAPIAbsentAtStart(t *testing.T) {
 	f := startFault(t, "APIAbsentAtStart")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := harness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc)
@@ -166,9 +166,9 @@ func TestFaultAPIRestartMidRun(t *testing.T) {
 	f := startFault(t, "APIRestartMidRun")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
@@ -177,7 +177,7 @@ func TestFaultAPIRestartMidRun(t *testing.T) {
 	g.Consistently(func() bool { return o.Running() && o.Ready() }).WithTimeout(stillRunning).Should(BeTrue(), "the snapshot stands after the API returns")
 	g.Expect(o.Log.IndexWhere(logChanged)).To(Equal(-1))
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
@@ -200,19 +200,19 @@ func TestFaultWatchCut(t *testing.T) {
 	f := startFault(t, "WatchCut")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	api, err := url.Parse(cp.Config.Host)
 	g.Expect(err).NotTo(HaveOccurred())
 	p := startProxy(t, api.Host)
 	viaProxy := rest.CopyConfig(cp.Config)
 	viaProxy.Host = "https://" + p.Addr()
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, viaProxy), "--resync-period=2s")
+	o := startOperator(t, "operator", harness.Kubeconfig(t, viaProxy), "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 
 	p.Cut()
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "the change cannot be seen while cut")
 	_, refused := p.Counts()
 	p.Restore()
@@ -232,8 +232,8 @@ func TestFaultLateFeatureGateAndCRD(t *testing.T) {
 	g := NewWithT(t)
 	fgCRD, coCRD := openShiftCRDs(t)
 	cp := startControlPlane(t, []string{coCRD})
-	c := testharness.Client(t, cp.Config)
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
+	c := harness.Client(t, cp.Config)
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate API not served"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 
@@ -242,7 +242,7 @@ func TestFaultLateFeatureGateAndCRD(t *testing.T) {
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
@@ -257,9 +257,9 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 	f := startFault(t, "FeatureGateDeleted")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	// Mid-run: the reconciler's cache holds the object. (Deleted between
 	// the snapshot and the cache sync, it would never be warned about.)
@@ -271,7 +271,7 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 	g.Consistently(func() bool { return o.Running() && o.Ready() }).WithTimeout(stillRunning).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(logChanged)).To(Equal(-1))
 
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
 	noPanic(g, o)
@@ -281,7 +281,7 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 // seedManifests are the bug report's manifests: one for every set, the
 // Cluster API namespace for TechPreviewNoUpgrade only, one for Default only.
 func seedManifests(t *testing.T) string {
-	return testharness.WriteFiles(t, map[string]string{
+	return harness.WriteFiles(t, map[string]string{
 		"0000_10_always_configmap.yaml":                       testdata(t, "seed/0000_10_always_configmap.yaml"),
 		"0000_30_cluster-api_capi-operator_00_namespace.yaml": testdata(t, "seed/0000_30_cluster-api_capi-operator_00_namespace.yaml"),
 		"0000_50_default-only_configmap.yaml":                 testdata(t, "seed/0000_50_default-only_configmap.yaml"),
@@ -295,11 +295,11 @@ func TestFaultFlapping(t *testing.T) {
 	f := startFault(t, "Flapping")
 	g := NewWithT(t)
 	cp := startControlPlane(t, relaxedFeatureGateCRD(t))
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	dir := seedManifests(t)
 	args := []string{"--manifests-dir=" + dir, "--resync-period=1s"}
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), args...)
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.ConfigMap{}, "default", "default-only") }).WithTimeout(60 * time.Second).Should(BeTrue())
 
@@ -309,7 +309,7 @@ func TestFaultFlapping(t *testing.T) {
 		if i%2 == 1 {
 			set = configv1.Default
 		}
-		testharness.SetFeatureSet(t, c, "cluster", set)
+		harness.SetFeatureSet(t, c, "cluster", set)
 	}
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	g.Expect(o.Log.CountWhere(logShutdown)).To(Equal(1))
@@ -320,7 +320,7 @@ func TestFaultFlapping(t *testing.T) {
 
 	// The kubelet starts a fresh process: it takes the new snapshot and
 	// applies what it includes.
-	next := startOperator(t, "operator-restarted", testharness.Kubeconfig(t, cp.Config), args...)
+	next := startOperator(t, "operator-restarted", harness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(next.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api") }).WithTimeout(60 * time.Second).Should(BeTrue())
@@ -341,7 +341,7 @@ metadata:
     e2e: bulk
 `, i)
 	}
-	return testharness.WriteFiles(t, files)
+	return harness.WriteFiles(t, files)
 }
 
 func countBulk(g Gomega, t *testing.T, c client.Client) int {
@@ -355,9 +355,9 @@ func countBulk(g Gomega, t *testing.T, c client.Client) int {
 func TestFaultSIGTERM(t *testing.T) {
 	f := startFault(t, "SIGTERM")
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	kc := harness.Kubeconfig(t, cp.Config)
 	const graceful = 5 * time.Second
 	const margin = 10 * time.Second // process teardown on a loaded machine
 	var details []string
@@ -385,11 +385,11 @@ func TestFaultSIGTERM(t *testing.T) {
 		// It counts as "during the shutdown" when the signal was delivered
 		// before the operator's last log line was even read.
 		during := make(chan bool, 1)
-		o.Log.OnFirst(logChanged, func(testharness.Line) {
+		o.Log.OnFirst(logChanged, func(harness.Line) {
 			late := o.Log.IndexWhere(logShutdown) >= 0
 			during <- o.Signal(syscall.SIGTERM) == nil && !late
 		})
-		testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+		harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 		g.Expect(o.WaitForLog(msgChanged, 60*time.Second)).To(Succeed())
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		before := <-during
@@ -434,16 +434,16 @@ func TestFaultLeaderElection(t *testing.T) {
 	f := startFault(t, "LeaderElection")
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	kc := harness.Kubeconfig(t, cp.Config)
 	// controller-runtime's timings, not OpenShift's defaults: a standby
 	// notices a released lease at its next retry.
 	args := []string{"--leader-elect", "--leader-election-namespace=default", "--manifests-dir=" + seedManifests(t), "--resync-period=2s",
 		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}
 	a := startOperator(t, "replica-a", kc, args...)
 	b := startOperator(t, "replica-b", kc, args...)
-	for _, o := range []*testharness.Process{a, b} {
+	for _, o := range []*harness.Process{a, b} {
 		g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue(), "%s takes its snapshot, leader or not", o.Name)
 		g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 	}
@@ -468,8 +468,8 @@ func TestFaultLeaderElection(t *testing.T) {
 	g.Eventually(restarted.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Consistently(func() int { return restarted.Log.Count(logApplied) }).WithTimeout(notReadyWindow).Should(Equal(0), "the restarted replica is a standby")
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
-	for _, o := range []*testharness.Process{standby, restarted} {
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	for _, o := range []*harness.Process{standby, restarted} {
 		g.Expect(o.WaitExit(exitTimeout)).To(Equal(0), o.Name)
 		g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0), o.Name)
 		noPanic(g, o)
@@ -485,9 +485,9 @@ func TestFaultBadInput(t *testing.T) {
 	f := startFault(t, "BadInput")
 	g := NewWithT(t)
 	cp := startControlPlane(t, relaxedFeatureGateCRD(t))
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate("SuperPreview"))
-	dir := testharness.WriteFiles(t, map[string]string{
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate("SuperPreview"))
+	dir := harness.WriteFiles(t, map[string]string{
 		"0000_40_malformed.yaml":      testdata(t, "bad/0000_40_malformed.yaml"),
 		"0000_50_bad.yaml":            testdata(t, "bad/0000_50_bad.yaml"),
 		"0000_60_good_configmap.yaml": testdata(t, "bad/0000_60_good_configmap.yaml"),
@@ -501,7 +501,7 @@ metadata:
     release.openshift.io/feature-set: TechPreviewNoUpgrade
 `,
 	})
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir, "--resync-period=2s")
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir, "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("SuperPreview"))).To(BeNumerically(">=", 0), "the unknown set is named")
 
@@ -527,7 +527,7 @@ metadata:
 		g := NewWithT(t)
 		file := filepath.Join(t.TempDir(), "config.yaml")
 		g.Expect(os.WriteFile(file, []byte("apiVersion: operator.featuregate-operator.io/v1alpha1\nkind: OperatorConfig\nleaderElection:\n  leaderElection: true\n"), 0o600)).To(Succeed())
-		bad := startOperator(t, "operator-bad-config", testharness.Kubeconfig(t, cp.Config), "--config="+file)
+		bad := startOperator(t, "operator-bad-config", harness.Kubeconfig(t, cp.Config), "--config="+file)
 		g.Expect(bad.WaitExit(exitTimeout)).To(Equal(2))
 		g.Expect(bad.Log.String()).To(ContainSubstring(`unknown field "leaderElection.leaderElection"`))
 		noPanic(g, bad)

@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // configMapVolume lays out dir as the kubelet lays out a ConfigMap volume:
@@ -62,7 +62,7 @@ func TestProcessFeatureGateFile(t *testing.T) {
 	cp := startControlPlane(t, nil) // no FeatureGate object: the file is all there is
 	vol := &configMapVolume{dir: t.TempDir()}
 
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--feature-gate-file="+vol.path())
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--feature-gate-file="+vol.path())
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(vol.path())))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 
@@ -73,16 +73,16 @@ func TestProcessFeatureGateFile(t *testing.T) {
 	// The key gone from the volume: reported, waited out, no restart.
 	vol.write(t, map[string]string{"other.yaml": "x: 1\n"})
 	g.Eventually(func() int {
-		return o.Log.CountWhere(testharness.All(testharness.Message("FeatureGate view not current; reading it again"), testharness.KeyContains("reason", vol.path())))
+		return o.Log.CountWhere(harness.All(harness.Message("FeatureGate view not current; reading it again"), harness.KeyContains("reason", vol.path())))
 	}).WithTimeout(readyTimeout).Should(BeNumerically(">", 0))
 	vol.write(t, map[string]string{"featuregate.yaml": featureGateYAML("Default")})
 	g.Eventually(func() int {
-		return o.Log.CountWhere(testharness.Message("FeatureGate read again; its view is current"))
+		return o.Log.CountWhere(harness.Message("FeatureGate read again; its view is current"))
 	}).WithTimeout(readyTimeout).Should(BeNumerically(">", 0))
 	g.Expect(o.Running()).To(BeTrue(), "the same feature set again: no restart")
 	g.Expect(o.Ready()).To(BeTrue())
 
 	vol.write(t, map[string]string{"featuregate.yaml": featureGateYAML("TechPreviewNoUpgrade")})
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
-	g.Expect(o.Log.IndexWhere(testharness.All(changedBy(defaultToTech), testharness.KeyEquals("detectedBy", "verify")))).To(BeNumerically(">=", 0))
+	g.Expect(o.Log.IndexWhere(harness.All(changedBy(defaultToTech), harness.KeyEquals("detectedBy", "verify")))).To(BeNumerically(">=", 0))
 }

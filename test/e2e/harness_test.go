@@ -13,8 +13,8 @@ import (
 	"github.com/onsi/gomega"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // Set by TestMain.
@@ -55,7 +55,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	code := testharness.RunWithManager(m, "e2e", func(b *testharness.Built) { repoRoot, managerBin = b.Root, b.Manager })
+	code := harness.RunWithManager(m, "e2e", func(b *harness.Built) { repoRoot, managerBin = b.Root, b.Manager })
 	faults.summary(os.Stdout)
 	return code
 }
@@ -74,14 +74,14 @@ func lane(t *testing.T) {
 // ends.
 func startControlPlane(t *testing.T, crds []string) *controlplane.ControlPlane {
 	t.Helper()
-	return testharness.StartControlPlane(t, controlplane.Options{AssetsDir: assetsDir, CRDs: crds})
+	return harness.StartControlPlane(t, controlplane.Options{AssetsDir: assetsDir, CRDs: crds})
 }
 
 // startOperator starts the manager built for this run; see
-// testharness.StartManager.
-func startOperator(t *testing.T, name, kubeconfig string, args ...string) *testharness.Process {
+// harness.StartManager.
+func startOperator(t *testing.T, name, kubeconfig string, args ...string) *harness.Process {
 	t.Helper()
-	return testharness.StartManager(t, managerBin, name, kubeconfig, args...)
+	return harness.StartManager(t, managerBin, name, kubeconfig, args...)
 }
 
 // faultResults counts the fault scenarios for the summary line.

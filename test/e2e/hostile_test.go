@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // SIGHUP (a closed terminal, a careless `kill -HUP`) is a graceful stop, not
@@ -29,8 +28,8 @@ func TestProcessSIGHUPStopsGracefully(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Signal(syscall.SIGHUP)).To(Succeed())
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
@@ -44,8 +43,8 @@ func TestProcessMemoryBoundedByInput(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	dir := t.TempDir()
 	for i := range 800 {
 		cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: load-%03d\n  namespace: default\ndata:\n  key: %q\n", i, strings.Repeat("v", 512))
@@ -58,10 +57,10 @@ func TestProcessMemoryBoundedByInput(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(f.Close()).To(Succeed())
 	}
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	_, _, err := o.Log.Wait(ctx, 0, testharness.Message("Manifests applied"))
+	_, _, err := o.Log.Wait(ctx, 0, harness.Message("Manifests applied"))
 	g.Expect(err).NotTo(HaveOccurred())
 	hwm := statusKiB(t, o.Pid(), "VmHWM")
 	t.Logf("peak RSS %.1f MiB applying 800 manifests beside a 5 MB and a 50 MB file", float64(hwm)/1024)
@@ -102,43 +101,20 @@ func TestProcessSurvivesClosedStdout(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	opts, err := testharness.ManagerOptions(managerBin, "operator", testharness.Kubeconfig(t, cp.Config), "--resync-period=1s")
-	g.Expect(err).NotTo(HaveOccurred())
-
-	r, w, err := os.Pipe()
-	g.Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(opts.Path, opts.Args...)
-	cmd.Stdout, cmd.Stderr = w, w
-	g.Expect(cmd.Start()).To(Succeed())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	g.Expect(w.Close()).To(Succeed())
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--resync-period=1s")
 
 	// Read until the snapshot is taken, then close the only reader.
-	lines := bufio.NewScanner(r)
-	g.Expect(r.SetReadDeadline(time.Now().Add(readyTimeout))).To(Succeed())
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), "Startup snapshot taken") {
-			break
-		}
-	}
-	g.Expect(lines.Err()).NotTo(HaveOccurred())
-	g.Expect(r.Close()).To(Succeed())
+	g.Expect(o.WaitForLog("Startup snapshot taken", readyTimeout)).To(Succeed())
+	g.Expect(o.CloseOutput()).To(Succeed())
 
 	// Each resync logs, into the closed pipe; the process stays up and ready.
-	probe := &testharness.Process{Probe: opts.Probe}
-	g.Consistently(exited).WithTimeout(3*time.Second).ShouldNot(BeClosed(), "alive after writing to a closed pipe")
-	g.Eventually(probe.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+	g.Consistently(o.Running).WithTimeout(3*time.Second).Should(BeTrue(), "alive after writing to a closed pipe")
+	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
-	g.Eventually(exited).WithTimeout(exitTimeout).Should(BeClosed())
-	g.Expect(cmd.ProcessState.ExitCode()).To(Equal(0), cmd.ProcessState.String())
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 }
 
 // Nothing is created after the stop is requested. A change lands while 720
@@ -150,15 +126,15 @@ func TestProcessNothingCreatedAfterStop(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	dir := t.TempDir()
 	for i := range 720 {
 		cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: run-%03d\n  namespace: default\n  labels: {payload: stop-test}\n"+
 			"  annotations:\n    release.openshift.io/feature-set: Default\n", i)
 		g.Expect(os.WriteFile(filepath.Join(dir, fmt.Sprintf("0000_%02d_run-%03d.yaml", 10+i/10, i)), []byte(cm), 0o600)).To(Succeed())
 	}
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	created := func() int {
@@ -168,8 +144,8 @@ func TestProcessNothingCreatedAfterStop(t *testing.T) {
 	}
 	g.Eventually(created).WithTimeout(readyTimeout).WithPolling(10 * time.Millisecond).Should(BeNumerically(">=", 40))
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
-	_, _, err := o.WaitLine(ctx, 0, testharness.Message(msgChanged))
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	_, _, err := o.WaitLine(ctx, 0, harness.Message(msgChanged))
 	g.Expect(err).NotTo(HaveOccurred())
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stop-marker"}}
 	g.Expect(c.Create(ctx, marker)).To(Succeed())

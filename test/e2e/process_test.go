@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -22,14 +22,14 @@ import (
 // The log lines the operator's story is told with: constant messages, the
 // values in keys.
 var (
-	logRetry    = testharness.Message(msgRetry)
-	logSnapshot = testharness.Message("Startup snapshot taken")
-	logChanged  = testharness.Message(msgChanged)
-	logShutdown = testharness.Message("Graceful shutdown complete")
+	logRetry    = harness.Message(msgRetry)
+	logSnapshot = harness.Message("Startup snapshot taken")
+	logChanged  = harness.Message(msgChanged)
+	logShutdown = harness.Message("Graceful shutdown complete")
 )
 
 // attempts is how many reads the last retry line says were made.
-func attempts(b *testharness.Log) int {
+func attempts(b *harness.Log) int {
 	n := 0
 	for _, l := range b.Lines() {
 		if logRetry.Matches(l) {
@@ -40,18 +40,18 @@ func attempts(b *testharness.Log) int {
 }
 
 // snapshotOf is the startup snapshot line for a feature set.
-func snapshotOf(set string) testharness.Match {
-	return testharness.All(logSnapshot, testharness.KeyEquals("featureSet", set))
+func snapshotOf(set string) harness.Match {
+	return harness.All(logSnapshot, harness.KeyEquals("featureSet", set))
 }
 
 // changedBy is the change line whose diff says diff.
-func changedBy(diff string) testharness.Match {
-	return testharness.All(logChanged, testharness.KeyContains("diff", diff))
+func changedBy(diff string) harness.Match {
+	return harness.All(logChanged, harness.KeyContains("diff", diff))
 }
 
 // shutdownFor is the last line, with its reason.
-func shutdownFor(reason string) testharness.Match {
-	return testharness.All(logShutdown, testharness.KeyEquals("reason", reason))
+func shutdownFor(reason string) harness.Match {
+	return harness.All(logShutdown, harness.KeyEquals("reason", reason))
 }
 
 const (
@@ -68,7 +68,7 @@ const (
 
 // errorLines are the operator's error-level log lines and panics, but for
 // lines holding one of the excluded substrings.
-func errorLines(b *testharness.Log, excluded ...string) []string {
+func errorLines(b *harness.Log, excluded ...string) []string {
 	var out []string
 next:
 	for _, l := range b.Lines() {
@@ -92,14 +92,14 @@ func TestProcessStartsBeforeAPIServer(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := harness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzStatus).WithTimeout(readyTimeout).Should(Equal(http.StatusInternalServerError))
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring(connRefused)))
-	g.Eventually(func() int { return o.Log.CountWhere(testharness.All(logRetry, testharness.KeyAtLeast("attempt", 3))) }).WithTimeout(readyTimeout).Should(BeNumerically(">", 0))
+	g.Eventually(func() int { return o.Log.CountWhere(harness.All(logRetry, harness.KeyAtLeast("attempt", 3))) }).WithTimeout(readyTimeout).Should(BeNumerically(">", 0))
 	g.Expect(o.Log.First(msgRetry, connRefused)).NotTo(BeEmpty(), "retry lines carry the error")
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 	g.Expect(o.Running()).To(BeTrue())
@@ -118,13 +118,13 @@ func TestProcessExitsOnFeatureSetChange(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config))
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 
-	testharness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	t.Logf("exited %.1fs after the change", time.Since(changed).Seconds())
@@ -165,18 +165,18 @@ func eventReasons(t *testing.T, c client.Client) []string {
 // stops, the FeatureGate is changed through a second API server on the same
 // etcd, the first comes back: the operator must notice and exit 0. It
 // returns how long after the API server's return the process exited.
-func changeWhileAPIServerDown(t *testing.T, args ...string) (*testharness.Process, time.Duration) {
+func changeWhileAPIServerDown(t *testing.T, args ...string) (*harness.Process, time.Duration) {
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), args...)
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	second, err := cp.SecondAPIServer()
 	g.Expect(err).NotTo(HaveOccurred())
-	testharness.SetFeatureSet(t, testharness.Client(t, second), "cluster", configv1.TechPreviewNoUpgrade)
+	harness.SetFeatureSet(t, harness.Client(t, second), "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "nothing to see while the API server is down")
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
@@ -205,13 +205,13 @@ func TestProcessFeatureGateAbsentAtStart(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
+	c := harness.Client(t, cp.Config)
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
 	g.Expect(o.Log.First(msgRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
 
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
@@ -223,9 +223,9 @@ func TestProcessSIGTERM(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
 	const graceful = 5 * time.Second
-	o := startOperator(t, "operator", testharness.Kubeconfig(t, cp.Config), "--graceful-shutdown-timeout="+graceful.String())
+	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--graceful-shutdown-timeout="+graceful.String())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	// Fully started. (A SIGTERM while the FeatureGate informer still syncs
 	// makes controller-runtime log a misleading error-level "Timeout:
@@ -244,7 +244,7 @@ func TestProcessSIGTERM(t *testing.T) {
 // unreachableKubeconfig points at a loopback port nobody listens on: an API
 // server that is down, without starting one.
 func unreachableKubeconfig(t *testing.T) string {
-	return testharness.Kubeconfig(t, &rest.Config{Host: "https://" + testharness.FreeAddr(t), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	return harness.Kubeconfig(t, &rest.Config{Host: "https://" + harness.FreeAddr(t), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 }
 
 // For those who prefer a crash loop: --initial-fetch-timeout makes the
@@ -264,8 +264,8 @@ func TestProcessLongOutageShortCacheSyncTimeout(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	cp := startControlPlane(t, nil)
-	testharness.CreateFeatureGate(t, testharness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := harness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--cache-sync-timeout=2s", "--initial-fetch-backoff-cap=1s")

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 var (
@@ -46,8 +46,8 @@ func buildRunLocal(t *testing.T) string {
 func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
-	probe := testharness.FreeAddr(t)
-	p := testharness.StartT(t, testharness.Options{
+	probe := harness.FreeAddr(t)
+	p := harness.StartT(t, harness.Options{
 		Name: "run-local",
 		Path: buildRunLocal(t),
 		Args: []string{"-manager", managerBin, "--", "--health-probe-bind-address=" + probe, "--metrics-bind-address=0"},
@@ -71,7 +71,7 @@ func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := controlplane.NewClient(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(p.Log.IndexWhere).WithArguments(testharness.All(testharness.Message("Manifests applied"), testharness.KeyEquals("featureSet", "Default"))).
+	g.Eventually(p.Log.IndexWhere).WithArguments(harness.All(harness.Message("Manifests applied"), harness.KeyEquals("featureSet", "Default"))).
 		WithTimeout(readyTimeout).Should(BeNumerically(">=", 0))
 	fg := &configv1.FeatureGate{}
 	g.Expect(c.Get(t.Context(), client.ObjectKey{Name: "cluster"}, fg)).To(Succeed())
@@ -109,7 +109,7 @@ func TestRunLocalCtrlCThroughTee(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 		}
 	}
-	p := testharness.StartT(t, testharness.Options{
+	p := harness.StartT(t, harness.Options{
 		Name: "run-local",
 		Path: buildRunLocal(t),
 		Args: []string{"-manager", managerBin},
@@ -128,12 +128,12 @@ func TestRunLocalCtrlCThroughTee(t *testing.T) {
 	g.Expect(text()).To(MatchRegexp(`metrics on https://127\.0\.0\.1:\d+/metrics`))
 	g.Expect(text()).NotTo(ContainSubstring("metrics on https://127.0.0.1:8443/"))
 	g.Eventually(p.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(testharness.ProcessesMentioning(dir)).NotTo(BeEmpty(), "etcd and kube-apiserver run from %s", dir)
+	g.Expect(harness.ProcessesMentioning(dir)).NotTo(BeEmpty(), "etcd and kube-apiserver run from %s", dir)
 
 	g.Expect(p.CloseOutput()).To(Succeed())
 	g.Expect(p.SignalGroup(syscall.SIGINT)).To(Succeed())
 	g.Expect(p.WaitExit(time.Minute)).To(Equal(0), "run-local exits 0 after Ctrl-C with its stdout gone")
-	g.Eventually(func() []int { return testharness.ProcessesMentioning(dir) }).WithTimeout(10*time.Second).Should(BeEmpty(), "nothing of run-local is left running")
+	g.Eventually(func() []int { return harness.ProcessesMentioning(dir) }).WithTimeout(10*time.Second).Should(BeEmpty(), "nothing of run-local is left running")
 	_, err = os.Stat(dir)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "%s is removed", dir)
 	g.Expect(p.Ready()).To(BeFalse())

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The seed, replayed: the operator starts while the Kube API refuses
@@ -23,9 +23,9 @@ func TestSeedReplay(t *testing.T) {
 	root, err := controlplane.Root()
 	g.Expect(err).NotTo(HaveOccurred())
 	cp := startControlPlane(t, nil)
-	c := testharness.Client(t, cp.Config)
-	testharness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
-	kc := testharness.Kubeconfig(t, cp.Config)
+	c := harness.Client(t, cp.Config)
+	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
+	kc := harness.Kubeconfig(t, cp.Config)
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 
 	o := startOperator(t, "operator", kc, "--manifests-dir="+filepath.Join(root, "pkg", "manifest", "testdata", "seed"))

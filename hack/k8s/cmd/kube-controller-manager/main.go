@@ -1,7 +1,7 @@
 // Command kube-controller-manager is the upstream controller manager
 // (Deployments, ReplicaSets, EndpointSlices, namespaces, garbage collection,
 // the kube-root-ca.crt ConfigMap), for the single-node cluster of
-// `make test-cluster` (internal/node).
+// `make test-cluster` (test/framework/node).
 package main
 
 import (

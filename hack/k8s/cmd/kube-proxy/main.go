@@ -1,7 +1,7 @@
 // Command kube-proxy is the upstream Service proxy (iptables mode), so that
 // the tests of `make test-cluster` reach the operator's metrics through its
 // Service's ClusterIP and the operator reaches the API server through the
-// kubernetes Service, as in a cluster (internal/node).
+// kubernetes Service, as in a cluster (test/framework/node).
 package main
 
 import (

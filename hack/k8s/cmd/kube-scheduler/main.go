@@ -1,6 +1,6 @@
 // Command kube-scheduler is the upstream scheduler, so that the operator's
 // pods are scheduled as a cluster schedules them, for the single-node
-// cluster of `make test-cluster` (internal/node).
+// cluster of `make test-cluster` (test/framework/node).
 package main
 
 import (

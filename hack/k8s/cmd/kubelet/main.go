@@ -1,6 +1,6 @@
 // Command kubelet is the upstream kubelet, built from the published
 // k8s.io/kubernetes module like kube-apiserver, for the single-node cluster of
-// `make test-cluster` (internal/node).
+// `make test-cluster` (test/framework/node).
 package main
 
 import (

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // poll calls cond every 250 ms until it is true, for at most timeout; the
@@ -36,7 +36,7 @@ func (n *Node) poll(ctx context.Context, what string, timeout time.Duration, con
 
 // Process is a running component ("kubelet", "kube-apiserver", ...), for
 // its log.
-func (n *Node) Process(name string) *testharness.Process { return n.procs[name] }
+func (n *Node) Process(name string) *harness.Process { return n.procs[name] }
 
 // Kubectl runs the node's kubectl as the admin and returns its output
 // (stdout and stderr).

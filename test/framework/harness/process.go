@@ -1,9 +1,9 @@
-// Package testharness runs the operator binary as a real process for the
+// Package harness runs the operator binary as a real process for the
 // end-to-end tests, the deploy tests and the bench, and holds what they share
 // around it: the build, readiness probes, free ports, kubeconfigs, clients
 // and FeatureGate set-up. Helpers taking a TB fail the test; the others
 // return errors, for the bench, which is not a test.
-package testharness
+package harness
 
 import (
 	"context"
@@ -47,6 +47,10 @@ type Options struct {
 	// LogFile, when set, receives a copy of the output, to look into a run
 	// afterwards; errors name it.
 	LogFile string
+	// Echo, when set, receives a copy of the output as it arrives (a
+	// terminal, for run-local); its write errors are ignored, so that a
+	// reader that went away does not stop the process.
+	Echo io.Writer
 }
 
 // Process is a started process. Its stdout and stderr go, in the order
@@ -58,6 +62,7 @@ type Process struct {
 
 	cmd     *exec.Cmd
 	output  *os.File // the read end of the output pipe
+	echo    io.Writer
 	started time.Time
 	logFile string
 	done    chan struct{}
@@ -79,7 +84,7 @@ var running struct {
 // reaches only the harness, which stops its processes itself), killed should
 // the harness die first.
 func Start(opts Options) (*Process, error) {
-	p := &Process{Name: opts.Name, Probe: opts.Probe, Log: &Log{}, logFile: opts.LogFile, done: make(chan struct{})}
+	p := &Process{Name: opts.Name, Probe: opts.Probe, Log: &Log{}, logFile: opts.LogFile, echo: opts.Echo, done: make(chan struct{})}
 	if p.Name == "" {
 		p.Name = opts.Path
 	}
@@ -157,6 +162,9 @@ func (p *Process) copyOutput(r io.ReadCloser, file io.Writer) {
 		if n > 0 {
 			if file != nil {
 				_, _ = file.Write(buf[:n])
+			}
+			if p.echo != nil {
+				_, _ = p.echo.Write(buf[:n])
 			}
 			_, _ = p.Log.Write(buf[:n])
 		}

@@ -18,7 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // What the node's components change on the host outside its directory,
@@ -239,7 +239,7 @@ func podCgroups() []string {
 func nodeProcesses(dir, assets string) []int {
 	self := os.Getpid()
 	pids := map[int]bool{}
-	for _, pid := range testharness.ProcessesMentioning(dir) {
+	for _, pid := range harness.ProcessesMentioning(dir) {
 		pids[pid] = true
 	}
 	if assets != "" {

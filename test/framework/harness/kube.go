@@ -1,4 +1,4 @@
-package testharness
+package harness
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
 // StartControlPlane starts etcd and kube-apiserver, stopped when the test

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package testharness
+package harness
 
 import "syscall"
 

@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // The node's network. The ranges are private and routed to the bridge
@@ -81,8 +81,8 @@ type Node struct {
 	opts    Options
 	before  *hostState
 	etcdURL string
-	procs   map[string]*testharness.Process
-	specs   map[string]testharness.Options
+	procs   map[string]*harness.Process
+	specs   map[string]harness.Options
 	// stopped are the components stopped on purpose.
 	stopped map[string]bool
 	// order is the order the components started in; they stop in reverse.
@@ -115,7 +115,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Dir: dir, opts: opts, before: before, procs: map[string]*testharness.Process{}, specs: map[string]testharness.Options{}, stopped: map[string]bool{}}
+	n := &Node{Dir: dir, opts: opts, before: before, procs: map[string]*harness.Process{}, specs: map[string]harness.Options{}, stopped: map[string]bool{}}
 	if err := n.start(ctx); err != nil {
 		return n, errors.Join(err, n.Stop())
 	}
@@ -182,7 +182,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.Kubeconfig = n.path("admin.kubeconfig")
-	if err := testharness.WriteKubeconfig(n.Kubeconfig, n.Admin); err != nil {
+	if err := harness.WriteKubeconfig(n.Kubeconfig, n.Admin); err != nil {
 		return err
 	}
 	if n.Clientset, err = kubernetes.NewForConfig(n.Admin); err != nil {
@@ -235,14 +235,14 @@ func (n *Node) network() error {
 
 // run starts a component, logging to LogDir/<name>.log.
 func (n *Node) run(name string, path string, args ...string) error {
-	opts := testharness.Options{Name: name, Path: path, Args: args, LogFile: filepath.Join(n.opts.LogDir, name+".log")}
+	opts := harness.Options{Name: name, Path: path, Args: args, LogFile: filepath.Join(n.opts.LogDir, name+".log")}
 	n.specs[name] = opts
 	n.order = append(n.order, name)
 	return n.restart(name)
 }
 
 func (n *Node) restart(name string) error {
-	p, err := testharness.Start(n.specs[name])
+	p, err := harness.Start(n.specs[name])
 	if err != nil {
 		return err
 	}
@@ -393,7 +393,7 @@ func (n *Node) startControllers(pki *pki) error {
 func freePorts(count int) ([]int, error) {
 	ports := make([]int, count)
 	for i := range ports {
-		p, err := testharness.FreePort()
+		p, err := harness.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/featuregate-operator/operator/internal/testharness"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // PodVolume is where the kubelet mounted a pod's volume on the node: what
@@ -45,7 +45,7 @@ func (n *Node) ContainerPID(ctx context.Context, containerID string) (int, error
 // cluster while the node's API server is stopped for an outage. stop
 // stops it; Stop does too.
 func (n *Node) SecondAPIServer(ctx context.Context) (cfg *rest.Config, stop func(), err error) {
-	port, err := testharness.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}

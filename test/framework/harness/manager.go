@@ -1,4 +1,4 @@
-package testharness
+package harness
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/featuregate-operator/operator/internal/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
 // BuildManager builds the checkout's operator to path exactly as `make
@@ -18,11 +18,18 @@ func BuildManager(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return BuildManagerFrom(ctx, root, path)
+}
+
+// BuildManagerFrom builds the operator whose main package is src to path,
+// as BuildManager does: the one build of the tests, also run on the
+// Dockerfile's build context.
+func BuildManagerFrom(ctx context.Context, src, path string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, ".")
-	cmd.Dir = root
+	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the operator: %w\n%s", err, out)
+		return fmt.Errorf("build the operator in %s: %w\n%s", src, err, out)
 	}
 	return nil
 }
