@@ -100,6 +100,10 @@ func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
 // deployOptions changes what deploy renders.
 type deployOptions struct {
 	replicas int
+	// image replaces operatorImage: a release's own tag.
+	image string
+	// releaseVersion is passed as --release-version, as a payload sets it.
+	releaseVersion string
 }
 
 // deploy installs the operator as `make deploy` does: `kustomize build` of
@@ -132,7 +136,11 @@ func render(t *testing.T, opts deployOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, tag, _ := strings.Cut(operatorImage, ":")
+	ref := operatorImage
+	if opts.image != "" {
+		ref = opts.image
+	}
+	name, tag, _ := strings.Cut(ref, ":")
 	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -150,6 +158,12 @@ patches:
       path: /spec/template/spec/containers/0/imagePullPolicy
       value: IfNotPresent
 `, base, name, tag, deploymentName)
+	if opts.releaseVersion != "" {
+		k += fmt.Sprintf(`    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --release-version=%s
+`, opts.releaseVersion)
+	}
 	if opts.replicas > 0 {
 		k += fmt.Sprintf("replicas:\n- name: %s\n  count: %d\n", deploymentName, opts.replicas)
 	}

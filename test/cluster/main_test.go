@@ -39,6 +39,16 @@ const (
 	pauseImage    = "featuregate-pause:cluster-test"
 )
 
+// releases are the operator's image as two releases tag it, for the
+// upgrade from the first to the second: the same build, as a release that
+// changes only its version would ship it.
+var releases = []release{
+	{version: "4.21.0", image: "featuregate-operator:4.21.0"},
+	{version: "4.22.0", image: "featuregate-operator:4.22.0"},
+}
+
+type release struct{ version, image string }
+
 var (
 	// cluster is the node every test runs on; nil when skipped.
 	cluster *node.Node
@@ -152,6 +162,13 @@ func buildImages(dir string) ([]string, error) {
 	}
 	if err := image.Write(archives[1], pauseImage, pause, image.Pause); err != nil {
 		return nil, err
+	}
+	for _, r := range releases {
+		archive := filepath.Join(dir, "manager-"+r.version+".tar")
+		if err := image.Write(archive, r.image, manager, image.Operator); err != nil {
+			return nil, err
+		}
+		archives = append(archives, archive)
 	}
 	return archives, nil
 }

@@ -1,0 +1,184 @@
+// Package monitor watches a cluster while a test moves it, and judges what
+// it saw by the rules openshift/origin's monitor tests apply to every
+// operator during an upgrade: a ClusterOperator is never Available=False
+// nor Degraded=True, goes Progressing=True while it moves to a new version
+// and ends reporting that version, and no container exits non-zero (exit 0,
+// a graceful stop, is not a failure). The rules are origin's; the code is
+// ours.
+//
+// It watches rather than polls, so that a condition that flips and flips
+// back between two polls is still seen.
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options says what to watch.
+type Options struct {
+	// ClusterOperator is the name of the ClusterOperator judged.
+	ClusterOperator string
+	// Namespaces are those whose containers must not exit non-zero.
+	Namespaces []string
+}
+
+// Monitor records what it watches from Start until its context ends.
+type Monitor struct {
+	opts Options
+
+	mu         sync.Mutex
+	events     []string // every transition seen, in order, for the failure message
+	violations []string // what broke a rule as it happened
+	conditions map[configv1.ClusterStatusConditionType]configv1.ConditionStatus
+	progressed bool            // Progressing=True seen
+	version    string          // the last status.versions operator seen
+	exits      map[string]bool // container IDs whose termination was judged
+}
+
+// Start watches the ClusterOperator and the pods of opts.Namespaces until
+// ctx ends; it returns once both watches have their first list, so that
+// what happens after Start is seen.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error) {
+	m := &Monitor{opts: opts, conditions: map[configv1.ClusterStatusConditionType]configv1.ConditionStatus{}, exits: map[string]bool{}}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := configv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	namespaces := map[string]cache.Config{}
+	for _, ns := range opts.Namespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	c, err := cache.New(cfg, cache.Options{
+		Scheme:   scheme,
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Namespaces: namespaces}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	for obj, observe := range map[client.Object]func(any){
+		&configv1.ClusterOperator{}: m.observeClusterOperator,
+		&corev1.Pod{}:               m.observePod,
+	} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("monitor: informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { observe(o) },
+			UpdateFunc: func(_, o any) { observe(o) },
+		}); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("monitor: watches not synced: %w", ctx.Err())
+	}
+	return m, nil
+}
+
+func (m *Monitor) observeClusterOperator(o any) {
+	co, ok := o.(*configv1.ClusterOperator)
+	if !ok || co.Name != m.opts.ClusterOperator {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range co.Status.Conditions {
+		if m.conditions[c.Type] == c.Status {
+			continue
+		}
+		m.conditions[c.Type] = c.Status
+		m.record("ClusterOperator %s %s=%s (%s: %s)", co.Name, c.Type, c.Status, c.Reason, c.Message)
+		switch {
+		case c.Type == configv1.OperatorAvailable && c.Status != configv1.ConditionTrue:
+			m.violate("ClusterOperator %s went %s=%s (%s: %s): Available must never leave True", co.Name, c.Type, c.Status, c.Reason, c.Message)
+		case c.Type == configv1.OperatorDegraded && c.Status == configv1.ConditionTrue:
+			m.violate("ClusterOperator %s went Degraded=True (%s: %s)", co.Name, c.Reason, c.Message)
+		case c.Type == configv1.OperatorProgressing && c.Status == configv1.ConditionTrue:
+			m.progressed = true
+		}
+	}
+	for _, v := range co.Status.Versions {
+		if v.Name == "operator" && v.Version != m.version {
+			m.version = v.Version
+			m.record("ClusterOperator %s versions operator=%s", co.Name, v.Version)
+		}
+	}
+}
+
+func (m *Monitor) observePod(o any) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		for _, term := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+			if term == nil || m.exits[term.ContainerID] {
+				continue
+			}
+			m.exits[term.ContainerID] = true
+			m.record("pod %s/%s container %s exited %d (%s)", pod.Namespace, pod.Name, s.Name, term.ExitCode, term.Reason)
+			if term.ExitCode != 0 {
+				m.violate("pod %s/%s container %s exited %d (%s): a non-zero exit is a container failure", pod.Namespace, pod.Name, s.Name, term.ExitCode, term.Reason)
+			}
+		}
+	}
+}
+
+// record and violate are called with mu held.
+func (m *Monitor) record(format string, args ...any) {
+	m.events = append(m.events, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+func (m *Monitor) violate(format string, args ...any) {
+	m.violations = append(m.violations, fmt.Sprintf(format, args...))
+}
+
+// Violations are the rules broken so far, as they happened.
+func (m *Monitor) Violations() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.violations)
+}
+
+// Upgraded judges a move to version: the rules broken so far, and also
+// that Progressing=True was seen and status.versions operator ended at
+// version.
+func (m *Monitor) Upgraded(version string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.violations)
+	if !m.progressed {
+		out = append(out, fmt.Sprintf("ClusterOperator %s never went Progressing=True during the move to %s", m.opts.ClusterOperator, version))
+	}
+	if m.version != version {
+		out = append(out, fmt.Sprintf("ClusterOperator %s reports versions operator=%q, not %q", m.opts.ClusterOperator, m.version, version))
+	}
+	return out
+}
+
+// Events is every transition seen, timestamped, for a failure message.
+func (m *Monitor) Events() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.events)
+}
