@@ -125,11 +125,14 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	cluster.Features, cluster.Capabilities, cluster.Overrides = features, inputs.Capabilities, inputs.Overrides
+	if err := withVersion(&cluster, features.Version()); err != nil {
+		return fail(err)
+	}
 
 	r := auditReport{
 		FeatureGate:      *featureGateName,
 		FeatureSet:       features.FeatureSetName(),
-		ReleaseVersion:   *filters.releaseVersion,
+		ReleaseVersion:   features.Version(),
 		Source:           src.where(),
 		unknownLabel:     src.unknownWhy(),
 		CapabilityFilter: inputs.Filter(),

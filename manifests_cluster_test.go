@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestManifestsCommandFromCluster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "feature set TechPreviewNoUpgrade; capability filter on: 1 of 2") {
+	if !strings.Contains(errOut, "feature set TechPreviewNoUpgrade, release version 4.22.0; capability filter on: 1 of 2") {
 		t.Errorf("stderr = %s", errOut)
 	}
 	var r cmdReport
@@ -82,6 +83,13 @@ func TestManifestsCommandFromCluster(t *testing.T) {
 				t.Errorf("%s: %+v, want included=%v", m.Name, d, want[m.Name])
 			}
 		}
+	}
+	// Built with the placeholder version, as the operator may be: the
+	// version is the ClusterVersion's, as the operator resolves it.
+	placeholder := slices.Clone(args)
+	placeholder[slices.Index(placeholder, "4.22.0")] = "0.0.1-snapshot"
+	if code, _, errOut := runManifests(t, placeholder...); code != 0 || !strings.Contains(errOut, "release version 4.22.0;") {
+		t.Errorf("--release-version 0.0.1-snapshot: exit %d, %s", code, errOut)
 	}
 	if code, _, errOut := runManifests(t, append(args, "--feature-set", "Default")...); code != 2 || !strings.Contains(errOut, "not with --feature-gate") {
 		t.Errorf("--from-cluster with --feature-set: exit %d, %s", code, errOut)

@@ -97,7 +97,10 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stderr, "manifests: FeatureGate %s: feature set %s; capability filter %s\n", *featureGateName, features.FeatureSetName(), inputs.Filter())
+		if err := withVersion(&report.Cluster, features.Version()); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stderr, "manifests: FeatureGate %s: feature set %s, release version %s; capability filter %s\n", *featureGateName, features.FeatureSetName(), orNone(features.Version()), inputs.Filter())
 		report.Cluster.Features, report.Cluster.Capabilities, report.Cluster.Overrides = features, inputs.Capabilities, inputs.Overrides
 	}
 	if capabilitiesSet {
@@ -147,26 +150,46 @@ func bindFilterFlags(fs *flag.FlagSet) filterFlags {
 }
 
 // cluster is the Cluster the flags describe: profile, exclude identifier
-// and the release's major version; no features, no capabilities.
+// and the release's major version; no features, no capabilities. The
+// placeholder version has no major version: withVersion sets it once the
+// cluster's version is read.
 func (f filterFlags) cluster() (manifest.Cluster, error) {
 	c := manifest.Cluster{Profile: *f.profile, ExcludeIdentifier: *f.excludeID}
-	if *f.releaseVersion != "" {
-		major, err := manifest.MajorVersion(*f.releaseVersion)
-		if err != nil {
-			return c, fmt.Errorf("--release-version: %w", err)
-		}
-		c.MajorVersion = &major
+	if *f.releaseVersion == featuregate.Defaults().VersionMarker {
+		return c, nil
 	}
-	return c, nil
+	return c, withVersion(&c, *f.releaseVersion)
+}
+
+// orNone is v, or "none" when empty.
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// withVersion sets c's major version from the release version, when there
+// is one.
+func withVersion(c *manifest.Cluster, version string) error {
+	if version == "" {
+		return nil
+	}
+	major, err := manifest.MajorVersion(version)
+	if err != nil {
+		return fmt.Errorf("--release-version: %w", err)
+	}
+	c.MajorVersion = &major
+	return nil
 }
 
 // readCluster reads what the operator reads at start and before each run:
 // the FeatureGate, as a snapshot for releaseVersion (never assumed: an
 // error when it cannot be read), and the ClusterVersion's inputs.
-func readCluster(kubeconfig, featureGateName, releaseVersion string) (manifest.Features, controllers.Inputs, error) {
+func readCluster(kubeconfig, featureGateName, releaseVersion string) (featuregate.Snapshot, controllers.Inputs, error) {
 	c, err := clusterClient(kubeconfig)
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
+		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
 	}
 	return readClusterFrom(c, "--from-cluster", featureGateName, releaseVersion)
 }
@@ -190,23 +213,36 @@ func clusterClient(kubeconfig string) (client.Client, error) {
 }
 
 // readClusterFrom is readCluster through reader, a cluster or what stands
-// for one; source prefixes the errors.
-func readClusterFrom(reader client.Reader, source, featureGateName, releaseVersion string) (manifest.Features, controllers.Inputs, error) {
+// for one; source prefixes the errors. A placeholder releaseVersion
+// (featuregate.Options.VersionMarker) is the ClusterVersion's version, as
+// the operator resolves it; the snapshot's Version says which was read.
+func readClusterFrom(reader client.Reader, source, featureGateName, releaseVersion string) (featuregate.Snapshot, controllers.Inputs, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if releaseVersion == featuregate.Defaults().VersionMarker {
+		cv := &configv1.ClusterVersion{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+			return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: --release-version %s is a placeholder; ClusterVersion version not read: %w", source, releaseVersion, err)
+		}
+		v, err := featuregate.ReleaseVersion(cv)
+		if err != nil {
+			return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
+		}
+		releaseVersion = v
+	}
 	fg := &configv1.FeatureGate{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("%s: FeatureGate %s not read; no feature set assumed: %w", source, featureGateName, err)
+		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: FeatureGate %s not read; no feature set assumed: %w", source, featureGateName, err)
 	}
 	// Read as the operator reads it: without the release version's entry
 	// the operator is not ready, and the gates would be a guess.
 	snap, err := featuregate.Read(fg, releaseVersion)
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("%s: initial FeatureGate not read yet: %w", source, err)
+		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: initial FeatureGate not read yet: %w", source, err)
 	}
 	inputs, err := controllers.ReadInputs(ctx, reader, "")
 	if err != nil {
-		return nil, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
+		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
 	}
 	return snap, inputs, nil
 }

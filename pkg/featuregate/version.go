@@ -60,8 +60,8 @@ func (r *versionResolver) resolve(ctx context.Context) (releaseVersion, error) {
 	return versionOf(cv, r.marker)
 }
 
-// versionOf is the cluster's release version as library-go reads it: the
-// desired version, else the newest history entry (history is newest first).
+// versionOf is the cluster's release version as ReleaseVersion reads it,
+// and where it came from.
 func versionOf(cv *configv1.ClusterVersion, marker string) (releaseVersion, error) {
 	if v := cv.Status.Desired.Version; v != "" {
 		return releaseVersion{version: v, from: "ClusterVersion " + cv.Name + " status.desired.version"}, nil
@@ -70,6 +70,17 @@ func versionOf(cv *configv1.ClusterVersion, marker string) (releaseVersion, erro
 		return releaseVersion{version: cv.Status.History[0].Version, from: "ClusterVersion " + cv.Name + " status.history[0].version"}, nil
 	}
 	return releaseVersion{}, fmt.Errorf("version %s is a placeholder and ClusterVersion %s has no status.desired.version or status.history yet", marker, cv.Name)
+}
+
+// ReleaseVersion is the cluster's release version as library-go reads it
+// for an operator built with the placeholder version (Options.VersionMarker):
+// the desired version, else the newest history entry (history is newest
+// first); an error when the ClusterVersion has neither yet. Tools that read
+// a cluster, live or from a must-gather, resolve the placeholder with it as
+// the guard does.
+func ReleaseVersion(cv *configv1.ClusterVersion) (string, error) {
+	v, err := versionOf(cv, defaultVersionMarker)
+	return v.version, err
 }
 
 // versionNote is how the StartupSnapshot Event says which version it read.

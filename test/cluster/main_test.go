@@ -56,6 +56,8 @@ var (
 	root string
 	// kustomize is the pinned kustomize binary.
 	kustomize string
+	// manager is the operator binary the images hold, for its commands.
+	manager string
 )
 
 func TestMain(m *testing.M) {
@@ -145,7 +147,7 @@ func run(m *testing.M) int {
 // buildImages builds the manager as `make build` does and the pause
 // program, statically, and writes their images into dir.
 func buildImages(dir string) ([]string, error) {
-	manager := filepath.Join(dir, "manager")
+	manager = filepath.Join(dir, "manager")
 	if err := harness.BuildManager(context.Background(), manager); err != nil {
 		return nil, err
 	}

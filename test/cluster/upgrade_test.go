@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,13 @@ func rollingUpgrade(t *testing.T, replicas int) {
 		g.Expect(logHas(lines, harness.Message("Manifest not applied"))).To(BeFalse(), "no apply error (a conflict between the releases' managers) in %s", p.Name)
 		g.Expect(logHas(lines, harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("version", b.version)))).To(BeTrue(), "pod %s took B's snapshot", p.Name)
 	}
+
+	// What a support engineer asks after the upgrade: does this cluster
+	// have what its feature set includes? Nothing missing, nothing extra.
+	audit := harness.StartT(t, harness.Options{Name: "audit", Path: manager, Args: []string{"audit", "--from-cluster", "--kubeconfig=" + cluster.Kubeconfig,
+		"--manifests-dir=" + filepath.Join(root, "config", "payload", "manifests"), "--release-version=" + b.version}})
+	g.Expect(audit.WaitExit(time.Minute)).To(Equal(0), "audit after the upgrade:\n%s", audit.Log.String())
+	g.Expect(audit.Log.String()).To(ContainSubstring("TechPreviewNoUpgrade"))
 }
 
 // The monitor judges what the kubelet reports: a real container that exits

@@ -191,3 +191,32 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 	g.Expect(next.Log.IndexWhere(harness.All(logStopped, harness.KeyEquals("reason", "signal")))).To(BeNumerically(">=", 0))
 	g.Expect(next.Log.IndexWhere(logChanged)).To(Equal(-1))
 }
+
+// examples/consumer built the way OpenShift builds operators, with the
+// placeholder version the payload substitutes (--release-version
+// 0.0.1-snapshot): it reads the version from the ClusterVersion as
+// library-go does, is not ready while there is none (and says so), and then
+// reads the gates of the cluster's version and acts on them.
+func TestConsumerPlaceholderVersion(t *testing.T) {
+	lane(t)
+	g := NewWithT(t)
+	bin := buildConsumer(t)
+	cp := startControlPlane(t, nil)
+	c := harness.Client(t, cp.Config)
+	setUpConsumerCluster(t, c, true)
+
+	o := harness.StartT(t, consumerOptions(t, "consumer", bin, harness.Kubeconfig(t, cp.Config), "--release-version=0.0.1-snapshot"))
+	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring("get ClusterVersion version")))
+	g.Consistently(o.Ready).WithTimeout(time.Second).Should(BeFalse(), "no ClusterVersion: no version, no snapshot")
+	g.Expect(o.Log.IndexWhere(harness.Message(msgActed))).To(Equal(-1), "nothing acted on without a version")
+
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "6f0b2a8e-3c1d-4e5f-8a9b-0c1d2e3f4a5b"}}
+	g.Expect(c.Create(t.Context(), cv)).To(Succeed())
+	cv.Status.Desired.Version = consumerVersion
+	g.Expect(c.Status().Update(t.Context(), cv)).To(Succeed())
+
+	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+	g.Expect(o.Log.IndexWhere(harness.All(logSnapshot, harness.KeyEquals("version", consumerVersion),
+		harness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
+	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(Equal(map[string]string{"featureSet": "Default", consumerGate: "enabled"}))
+}
