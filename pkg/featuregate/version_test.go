@@ -8,6 +8,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
@@ -40,4 +41,22 @@ func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	g.Expect(gd.guard.Enabled("GateA")).To(BeTrue())
 	g.Expect(gd.log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"),
 		harness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
+
+	// An upgrade moves the ClusterVersion, and the new version's entry
+	// disables GateA: this process keeps the version it started for, and
+	// that version's gates, which have not changed. The release rolls out
+	// a new operator pod, whose start reads the new version.
+	cv.Status.Desired.Version = "4.23.0"
+	g.Expect(c.Status().Update(t.Context(), cv)).To(Succeed())
+	fg := controlplane.FeatureGate(configv1.Default, controlplane.StatusGates("4.22.0", []string{"GateA"}, nil), controlplane.StatusGates("4.23.0", nil, []string{"GateA"}))
+	live := &configv1.FeatureGate{}
+	g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(fg), live)).To(Succeed())
+	live.Status = fg.Status
+	g.Expect(c.Status().Update(t.Context(), live)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		_, requested := gd.guard.StopReason()
+		g.Expect(requested).To(BeFalse())
+		g.Expect(gd.guard.Current()).To(BeTrue())
+		g.Expect(gd.guard.Enabled("GateA")).To(BeTrue())
+	}).WithTimeout(2 * time.Second).Should(Succeed())
 }
