@@ -129,8 +129,8 @@ lint: golangci-lint ## Run golangci-lint (the operator and test/bench).
 	$(GOLANGCI_LINT) run
 	cd test/bench && $(GOLANGCI_LINT) run
 
-# test/bench is a module of its own (what only it needs stays out of
-# go.mod) and runs from its directory; from-bench is path $(1) as seen from there,
+# test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)
+# and runs from its directory; from-bench is path $(1) as seen from there,
 # relative when under the repository (the report prints the arguments).
 from-bench = $(if $(filter $(CURDIR)/%,$(1)),../../$(patsubst $(CURDIR)/%,%,$(1)),$(1))
 

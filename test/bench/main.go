@@ -8,8 +8,8 @@
 // harness times its own actions and reads the operator's JSON log
 // timestamps, both on the same machine clock.
 //
-// It is a Go module of its own, run from this directory, so that what
-// only it needs stays out of the operator's go.mod.
+// It is a Go module of its own, run from this directory, so that its
+// charting library (gonum.org/v1/plot) stays out of the operator's go.mod.
 //
 //	cd test/bench && go run . [-runs 30] [-only change,apply]
 package main
@@ -185,6 +185,12 @@ func run(o options) int {
 		rel = chart
 	}
 	rep.Chart = filepath.ToSlash(rel)
+	// With nothing to draw there is no chart, and the report must not link
+	// to one an earlier run left.
+	drawn := len(chartRows(rep)) > 0
+	if !drawn {
+		rep.Chart = ""
+	}
 	code := 0
 	if err := writeChart(chart, rep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: chart:", err)
@@ -194,7 +200,11 @@ func run(o options) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	fmt.Printf("bench: wrote %s and %s\n", o.out, chart)
+	if drawn {
+		fmt.Printf("bench: wrote %s and %s\n", o.out, chart)
+	} else {
+		fmt.Printf("bench: wrote %s (no chart: nothing to draw)\n", o.out)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted:", context.Cause(ctx))
 		return 1
