@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"gonum.org/v1/plot/plotutil"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -124,6 +125,35 @@ func TestWriteChart(t *testing.T) {
 		g.Expect(writeChart(path, r)).To(Succeed())
 		g.Expect(path).NotTo(BeAnExistingFile(), name)
 	}
+}
+
+func TestLineChart(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	lines := []line{
+		{Name: "operator", Points: [][2]float64{{100, 0.4}, {800, 3.0}, {200, 0.7}, {400, 1.5}}},
+		{Name: "kubectl apply", Points: [][2]float64{{100, 0.6}, {200, 1.1}, {400, 2.0}, {800, 3.4}}},
+		{Name: "not measured"},
+	}
+	for _, log := range []bool{false, true} {
+		path := filepath.Join(dir, fmt.Sprint(log), "lines.png")
+		g.Expect(writeLineChart(path, "apply", "manifests", "seconds", log, log, lines)).To(Succeed())
+		f, err := os.Open(path)
+		g.Expect(err).NotTo(HaveOccurred())
+		img, err := png.Decode(f)
+		f.Close()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(img.Bounds().Dx()).To(BeNumerically(">=", 600))
+		g.Expect(img.Bounds().Dy()).To(BeNumerically(">=", 400))
+		for i := range 2 {
+			g.Expect(countColor(img, plotutil.Color(i))).To(BeNumerically(">", 50), "line %d drawn", i)
+		}
+	}
+
+	g.Expect(writeLineChart(filepath.Join(dir, "zero.png"), "", "", "", true, false, []line{{Name: "a", Points: [][2]float64{{0, 1}}}})).
+		To(MatchError(ContainSubstring(`line "a"`)))
+	g.Expect(writeLineChart(filepath.Join(dir, "none.png"), "", "", "", false, false, []line{{Name: "a"}})).To(HaveOccurred())
+	g.Expect(filepath.Join(dir, "none.png")).NotTo(BeAnExistingFile())
 }
 
 // countColor counts the pixels of img that are exactly c.

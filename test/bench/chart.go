@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -236,6 +240,8 @@ func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
 // durationLabel writes a time axis value, in seconds, as the report
 // writes durations.
 func durationLabel(v float64) string {
@@ -252,6 +258,80 @@ func tickLabel(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%ds", int(math.Round(d.Seconds())))
 	}
+}
+
+// line is one named series of (x, y) points for writeLineChart.
+type line struct {
+	Name   string
+	Points [][2]float64
+}
+
+// writeLineChart draws lines as XY lines with their points marked and a
+// legend: how a measurement grows with its input (say seconds against the
+// number of manifests), one line per thing measured. A logarithmic axis
+// has no place for values at or below zero, so they are an error rather
+// than silently dropped.
+func writeLineChart(path, title, xLabel, yLabel string, logX, logY bool, lines []line) error {
+	p := plot.New()
+	sansSerif(p)
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	if logX {
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{formatFloat}
+	}
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{formatFloat}
+	}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = chartLight, chartLight
+	p.Add(grid)
+	// The legend goes beside the plot rather than gonum's place inside
+	// it, where it would hide the lines.
+	legend := plot.NewLegend()
+	legend.TextStyle.Font.Variant = "Sans"
+	legend.TextStyle.Font.Size = vg.Points(11)
+	legend.Top, legend.Left = true, true
+	legend.ThumbnailWidth = vg.Points(24)
+	legend.Padding = vg.Points(4)
+
+	points := 0
+	for i, l := range lines {
+		xys := make(plotter.XYs, len(l.Points))
+		for k, pt := range l.Points {
+			if (logX && pt[0] <= 0) || (logY && pt[1] <= 0) {
+				return fmt.Errorf("line %q: point (%g, %g) is not positive on a log axis", l.Name, pt[0], pt[1])
+			}
+			xys[k] = plotter.XY{X: pt[0], Y: pt[1]}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		// Measurements may arrive in any order; the line follows x.
+		slices.SortStableFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		ln, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("line %q: %w", l.Name, err)
+		}
+		ln.Color = plotutil.Color(i)
+		ln.Width = vg.Points(1.5)
+		ln.Dashes = plotutil.Dashes(i)
+		sc.Color = plotutil.Color(i)
+		sc.Shape = plotutil.Shape(i)
+		sc.Radius = vg.Points(3)
+		p.Add(ln, sc)
+		legend.Add(l.Name, ln, sc)
+		points += len(xys)
+	}
+	if points == 0 {
+		return errors.New("line chart: no points")
+	}
+	titleH := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	return savePNG(path, vg.Inch*9, vg.Inch*5.5, func(c draw.Canvas) {
+		lw := legend.Rectangle(c).Size().X + vg.Points(16)
+		p.Draw(draw.Crop(c, 0, -lw, 0, 0))
+		legend.Draw(draw.Crop(c, c.Size().X-lw+vg.Points(12), 0, 0, -titleH))
+	})
 }
 
 // sansSerif sets every text of p in Liberation Sans: gonum's default
