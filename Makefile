@@ -49,13 +49,15 @@ generate: controller-gen ## Generate DeepCopy methods for api/.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: fmt
-fmt: ## Run go fmt.
+fmt: ## Run go fmt (the operator and test/bench, a module of its own).
 	go fmt ./...
+	cd test/bench && go fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet (the operator and examples/consumer, a module of its own).
+vet: ## Run go vet (the operator, and examples/consumer and test/bench, modules of their own).
 	go vet ./...
 	cd examples/consumer && go vet ./...
+	cd test/bench && go vet ./...
 
 .PHONY: envtest-assets
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.
@@ -76,8 +78,9 @@ $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER
 	@touch $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server.
+test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server (and test/bench's unit tests).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
+	cd test/bench && go test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-faults
 FAULTS ?= TestFault
@@ -122,14 +125,20 @@ fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails und
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint.
+lint: golangci-lint ## Run golangci-lint (the operator and test/bench).
 	$(GOLANGCI_LINT) run
+	cd test/bench && $(GOLANGCI_LINT) run
+
+# test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)
+# and runs from its directory; from-bench is path $(1) as seen from there,
+# relative when under the repository (the report prints the arguments).
+from-bench = $(if $(filter $(CURDIR)/%,$(1)),../../$(patsubst $(CURDIR)/%,%,$(1)),$(1))
 
 .PHONY: bench
 bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not part of test); as root, bench-cluster first for the real-kubelet row.
 	@rm -f $(KUBELET_BENCH)
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) bench-cluster; else echo "bench: not root: the real-kubelet row is not measured"; fi
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run ./test/bench -out BENCHMARKS.md -manager bin/manager -kubelet $(patsubst $(CURDIR)/%,%,$(KUBELET_BENCH))
+	cd test/bench && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run . -out ../../BENCHMARKS.md -manager ../../bin/manager -kubelet $(call from-bench,$(KUBELET_BENCH))
 
 .PHONY: bench-cluster
 bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"gonum.org/v1/plot/plotutil"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -65,14 +70,105 @@ func TestGeneratePayload(t *testing.T) {
 	}
 }
 
+// The chart of a report: a PNG as tall as its rows, with the targets in
+// red, and no file at all when nothing can be drawn.
 func TestWriteChart(t *testing.T) {
 	g := NewWithT(t)
-	path := filepath.Join(t.TempDir(), "c", "chart.png")
-	r := &report{Sections: []*section{{Series: []*series{{Short: "a", Values: []time.Duration{time.Millisecond, 3 * time.Millisecond}, Target: 50 * time.Millisecond}}}}}
-	g.Expect(writeChart(path, r)).To(Succeed())
-	info, err := os.Stat(path)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(info.Size()).To(BeNumerically(">", 0))
+	ms := func(n ...float64) []time.Duration {
+		var out []time.Duration
+		for _, x := range n {
+			out = append(out, time.Duration(x*float64(time.Millisecond)))
+		}
+		return out
+	}
+	sample := func(target time.Duration) *report {
+		return &report{Machine: machine{CPUs: 2, LoadBefore: "0.1 0.2 0.3"}, Started: time.Now(), Sections: []*section{
+			{Series: []*series{
+				{Short: "change: process", Values: ms(4.1, 3.9, 4.4, 6, 4.2), Target: target},
+				{Short: "change: floor", Values: ms(3.7, 3.5, 3.9)},
+				{Short: "left out", Values: ms(-1, 2), NoChart: true},
+				{Short: "no runs"},
+			}},
+			{Series: []*series{{Short: "apply: kubectl", Values: ms(3380, 3100, 4000), Target: target}}},
+			{Series: []*series{{Short: "a zero run", Values: ms(0, 0.5)}}},
+		}}
+	}
+	dir := t.TempDir()
+	render := func(name string, r *report) image.Image {
+		path := filepath.Join(dir, name, "latency.png")
+		g.Expect(writeChart(path, r)).To(Succeed())
+		f, err := os.Open(path)
+		g.Expect(err).NotTo(HaveOccurred(), "writeChart wrote no file for a report with series")
+		defer f.Close()
+		img, err := png.Decode(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		return img
+	}
+	img := render("full", sample(50*time.Millisecond))
+	b := img.Bounds()
+	g.Expect(b.Dx()).To(BeNumerically(">=", 800))
+	g.Expect(b.Dy()).To(BeNumerically(">=", 300))
+	g.Expect(countColor(img, targetRed)).To(BeNumerically(">", 20), "the target is drawn")
+	g.Expect(countColor(render("no-target", sample(0)), targetRed)).To(BeZero())
+
+	more := sample(0)
+	for i := range 10 {
+		more.Sections[0].Series = append(more.Sections[0].Series, &series{Short: fmt.Sprintf("row %d", i), Values: ms(float64(i + 1))})
+	}
+	g.Expect(render("more", more).Bounds().Dy()).To(BeNumerically(">", b.Dy()+100), "one row per series")
+
+	for name, r := range map[string]*report{
+		"empty":   {},
+		"nothing": {Sections: []*section{{Series: []*series{{Short: "x", Values: ms(1), NoChart: true}, {Short: "y"}}}}},
+	} {
+		path := filepath.Join(dir, name, "latency.png")
+		g.Expect(writeChart(path, r)).To(Succeed())
+		g.Expect(path).NotTo(BeAnExistingFile(), name)
+	}
+}
+
+func TestLineChart(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	lines := []line{
+		{Name: "operator", Points: [][2]float64{{100, 0.4}, {800, 3.0}, {200, 0.7}, {400, 1.5}}},
+		{Name: "kubectl apply", Points: [][2]float64{{100, 0.6}, {200, 1.1}, {400, 2.0}, {800, 3.4}}},
+		{Name: "not measured"},
+	}
+	for _, log := range []bool{false, true} {
+		path := filepath.Join(dir, fmt.Sprint(log), "lines.png")
+		g.Expect(writeLineChart(path, "apply", "manifests", "seconds", log, log, lines)).To(Succeed())
+		f, err := os.Open(path)
+		g.Expect(err).NotTo(HaveOccurred())
+		img, err := png.Decode(f)
+		f.Close()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(img.Bounds().Dx()).To(BeNumerically(">=", 600))
+		g.Expect(img.Bounds().Dy()).To(BeNumerically(">=", 400))
+		for i := range 2 {
+			g.Expect(countColor(img, plotutil.Color(i))).To(BeNumerically(">", 50), "line %d drawn", i)
+		}
+	}
+
+	g.Expect(writeLineChart(filepath.Join(dir, "zero.png"), "", "", "", true, false, []line{{Name: "a", Points: [][2]float64{{0, 1}}}})).
+		To(MatchError(ContainSubstring(`line "a"`)))
+	g.Expect(writeLineChart(filepath.Join(dir, "none.png"), "", "", "", false, false, []line{{Name: "a"}})).To(HaveOccurred())
+	g.Expect(filepath.Join(dir, "none.png")).NotTo(BeAnExistingFile())
+}
+
+// countColor counts the pixels of img that are exactly c.
+func countColor(img image.Image, c color.Color) int {
+	want := color.RGBAModel.Convert(c)
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if color.RGBAModel.Convert(img.At(x, y)) == want {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func TestResidentIn(t *testing.T) {

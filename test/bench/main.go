@@ -8,7 +8,10 @@
 // harness times its own actions and reads the operator's JSON log
 // timestamps, both on the same machine clock.
 //
-//	go run ./test/bench -out BENCHMARKS.md [-runs 30] [-only change,apply]
+// It is a Go module of its own, run from this directory, so that its
+// charting library (gonum.org/v1/plot) stays out of the operator's go.mod.
+//
+//	cd test/bench && go run . [-runs 30] [-only change,apply]
 package main
 
 import (
@@ -72,7 +75,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "Report to write.")
+	flag.StringVar(&o.out, "out", "", "Report to write (default: BENCHMARKS.md at the repository root).")
 	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (default: docs/bench/latency.png beside -out).")
 	flag.StringVar(&o.manager, "manager", "", "Operator binary (default: built from the checkout into a temporary directory).")
 	flag.IntVar(&o.runs, "runs", 30, "Runs of the change measurement; the slower measurements do a fraction of it (ready, outage, handover: runs/3; handover without release: runs/6; apply: runs/6, at least 1).")
@@ -120,6 +123,11 @@ func run(o options) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
+	}
+	// The bench runs from its own module's directory, test/bench; its
+	// report belongs at the root.
+	if o.out == "" {
+		o.out = filepath.Join(root, "BENCHMARKS.md")
 	}
 	b := &bench{tmp: tmp, root: root, linked: o.manager, kubelet: o.kubelet, runs: max(o.runs, 1), idle: o.idle}
 	if b.linked == "" {
@@ -177,6 +185,12 @@ func run(o options) int {
 		rel = chart
 	}
 	rep.Chart = filepath.ToSlash(rel)
+	// With nothing to draw there is no chart, and the report must not link
+	// to one an earlier run left.
+	drawn := len(chartRows(rep)) > 0
+	if !drawn {
+		rep.Chart = ""
+	}
 	code := 0
 	if err := writeChart(chart, rep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: chart:", err)
@@ -186,7 +200,11 @@ func run(o options) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	fmt.Printf("bench: wrote %s and %s\n", o.out, chart)
+	if drawn {
+		fmt.Printf("bench: wrote %s and %s\n", o.out, chart)
+	} else {
+		fmt.Printf("bench: wrote %s (no chart: nothing to draw)\n", o.out)
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted:", context.Cause(ctx))
 		return 1

@@ -144,7 +144,7 @@ func (r *report) markdown() string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	m := r.Machine
 	w("# Benchmarks\n\n")
-	w("Written by `go run ./test/bench` (`make bench`) on %s, in %s. ", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
+	w("Written by `test/bench` (`make bench`) on %s, in %s. ", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
 	w("Numbers measure the operator as a process against a real etcd and kube-apiserver (built from source into `bin/k8s`), ")
 	w("not mocks; they are not part of `make test` and nothing fails for being slow.\n\n")
 	w("> **Noise.** This machine has %d CPUs shared with other engineers' builds and tests (load average %s at the start, %s at the end). ", m.CPUs, m.LoadBefore, m.LoadAfter)
@@ -209,11 +209,11 @@ func (r *report) markdown() string {
 		w("- Took %s.\n\n", s.Elapsed.Round(time.Second))
 	}
 
-	w("## Rerun\n\n```sh\nmake bench                                   # everything, ~15 minutes here; writes BENCHMARKS.md and %s\n", r.Chart)
-	w("KUBEBUILDER_ASSETS=$PWD/bin/k8s go run ./test/bench -out BENCHMARKS.md -runs 9 -only change,apply   # a quick look\n```\n\n")
+	w("## Rerun\n\n```sh\nmake bench                                            # everything, ~15 minutes here; writes BENCHMARKS.md and docs/bench/latency.png\n")
+	w("cd test/bench && go run . -runs 9 -only change,apply   # a quick look (its own module; writes ../../BENCHMARKS.md)\n```\n\n")
 	w("Flags: `-runs N` (default 30: runs of the change measurement; ready, outage and handover do N/3, handover without release N/6, apply N/6, at least 1), ")
-	w("`-only change,ready,outage,apply,handover,kubelet` (footprint is part of apply; a partial run writes a partial report), `-kubelet bin/bench-kubelet.json` (the real-kubelet measurement `make bench-cluster` writes as root; `make bench` runs it first when root), ")
-	w("`-manager bin/manager` (default: build the checkout), `-idle 60s` (footprint CPU window), `-keep` (keep every process's log), `-timeout`.\n")
+	w("`-only change,ready,outage,apply,handover,kubelet` (footprint is part of apply; a partial run writes a partial report), `-kubelet ../../bin/bench-kubelet.json` (the real-kubelet measurement `make bench-cluster` writes as root; `make bench` runs it first when root), ")
+	w("`-manager ../../bin/manager` (default: build the checkout), `-out` (default: BENCHMARKS.md at the repository root), `-chart` (default: docs/bench/latency.png beside -out), `-idle 60s` (footprint CPU window), `-keep` (keep every process's log), `-timeout`.\n")
 	return b.String()
 }
 
