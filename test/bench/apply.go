@@ -69,7 +69,7 @@ func (b *bench) measureApply(ctx context.Context) *section {
 			return sec
 		}
 	}
-	ps, err := generatePayload(payload)
+	ps, err := generatePayload(payload, payloadComponents)
 	if err != nil {
 		sec.Err = err
 		return sec
@@ -86,11 +86,11 @@ func (b *bench) measureApply(ctx context.Context) *section {
 	sort.Strings(kinds)
 	sec.Method = []string{
 		fmt.Sprintf("A generated payload of %d files, one manifest each, named like a release payload (`0000_NN_<component>_NN_<what>.yaml`): %s. "+
-			"%d of them (4 of %d components) are TechPreviewNoUpgrade-only, half through `%s`, half through the 4.10 spelling of `%s`, so under the Default feature set "+
+			"%d of them (%d of %d components) are TechPreviewNoUpgrade-only, half through `%s`, half through the 4.10 spelling of `%s`, so under the Default feature set "+
 			"the operator applies %d. kubectl gets a directory with exactly those %d files (chosen by the operator's own `manifest.Include`). "+
 			"CRDs are in run level 0000_03 and namespaces in 0000_05, ahead of the components' levels (10–90): within a run level the operator applies in parallel, "+
 			"so an object next to its namespace in the same level would race.",
-			ps.Files, strings.Join(kinds, ", "), ps.Gated, payloadComponents, "release.openshift.io/feature-set", "release.openshift.io/feature-gate", included, included),
+			ps.Files, strings.Join(kinds, ", "), ps.Gated, payloadComponents/techPreviewShare, payloadComponents, "release.openshift.io/feature-set", "release.openshift.io/feature-gate", included, included),
 		fmt.Sprintf("Each of the %d repetitions starts two fresh control planes, one for the operator (`--manifests-dir`, `--resync-period=3s` so that a second, no-op run follows) "+
 			"and one for `kubectl apply --server-side -f DIR` with the project's kubectl (`bin/k8s/kubectl`); the two alternate in order. "+
 			"Both apply as admin (system:masters). The operator applies run level by run level, up to 8 manifests of a level at once; kubectl applies one object after the other. "+

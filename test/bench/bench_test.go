@@ -12,7 +12,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"gonum.org/v1/plot/plotutil"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -50,7 +52,7 @@ func TestParseStatCPU(t *testing.T) {
 func TestGeneratePayload(t *testing.T) {
 	g := NewWithT(t)
 	dir, kdir := t.TempDir(), t.TempDir()
-	st, err := generatePayload(dir)
+	st, err := generatePayload(dir, payloadComponents)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Files).To(Equal(800))
 	g.Expect(st.Gated).To(Equal(80))
@@ -217,4 +219,24 @@ func TestInstallWritesACopy(t *testing.T) {
 	info, err := os.Stat(dst)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Mode().Perm()&0o100).NotTo(BeZero(), "executable")
+}
+
+func TestCountWrites(t *testing.T) {
+	counter := func(verb, resource string, v float64) *dto.Metric {
+		return &dto.Metric{
+			Label:   []*dto.LabelPair{{Name: proto.String("verb"), Value: proto.String(verb)}, {Name: proto.String("resource"), Value: proto.String(resource)}},
+			Counter: &dto.Counter{Value: proto.Float64(v)},
+		}
+	}
+	f := &dto.MetricFamily{Metric: []*dto.Metric{
+		counter("APPLY", "configmaps", 3), counter("PATCH", "namespaces", 1), counter("POST", "configmaps", 2),
+		counter("GET", "configmaps", 50), counter("LIST", "configmaps", 5), counter("WATCH", "configmaps", 1),
+		counter("PUT", "leases", 9), counter("POST", "events", 4), counter("PUT", "clusteroperators", 2),
+	}}
+	if got := countWrites(f); got != 6 {
+		t.Errorf("countWrites = %d, want 6 (APPLY, PATCH and POST on payload objects)", got)
+	}
+	if got := countWrites(nil); got != 0 {
+		t.Errorf("countWrites(nil) = %d", got)
+	}
 }

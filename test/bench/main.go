@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,7 @@ var groups = []struct {
 	{"outage", (*bench).measureOutage},
 	{"outage", (*bench).measureAfterOutage},
 	{"apply", (*bench).measureApply},
+	{"scaling", (*bench).measureScaling},
 	{"handover", (*bench).measureHandover},
 	{"kubelet", (*bench).measureKubelet},
 }
@@ -79,7 +81,19 @@ func main() {
 	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (default: docs/bench/latency.png beside -out).")
 	flag.StringVar(&o.manager, "manager", "", "Operator binary (default: built from the checkout into a temporary directory).")
 	flag.IntVar(&o.runs, "runs", 30, "Runs of the change measurement; the slower measurements do a fraction of it (ready, outage, handover: runs/3; handover without release: runs/6; apply: runs/6, at least 1).")
-	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, handover, kubelet; footprint is part of apply). Empty: all.")
+	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, scaling, handover, kubelet; footprint is part of apply). Empty: all.")
+	flag.Func("scaling-sizes", "Payload sizes of the scaling measurement, comma-separated (default 100,800,3200,8000).", func(v string) error {
+		var sizes []int
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < manifestsPerComp {
+				return fmt.Errorf("%q: a size is a number of manifests, at least %d", f, manifestsPerComp)
+			}
+			sizes = append(sizes, n)
+		}
+		scalingSizes = sizes
+		return nil
+	})
 	flag.StringVar(&o.kubelet, "kubelet", "", "The real-kubelet measurement `make bench-cluster` wrote (root); the report says why when it is missing.")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "Idle window over which the footprint measurement counts CPU time.")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "Upper bound for the whole run.")
@@ -129,7 +143,10 @@ func run(o options) int {
 	if o.out == "" {
 		o.out = filepath.Join(root, "BENCHMARKS.md")
 	}
-	b := &bench{tmp: tmp, root: root, linked: o.manager, kubelet: o.kubelet, runs: max(o.runs, 1), idle: o.idle}
+	b := &bench{tmp: tmp, root: root, linked: o.manager, kubelet: o.kubelet, runs: max(o.runs, 1), idle: o.idle, outDir: filepath.Dir(o.out), chartPath: o.chart}
+	if b.chartPath == "" {
+		b.chartPath = filepath.Join(b.outDir, "docs", "bench", "latency.png")
+	}
 	if b.linked == "" {
 		b.linked = filepath.Join(tmp, "build", "manager")
 		fmt.Println("bench: building the operator")
@@ -176,10 +193,7 @@ func run(o options) int {
 	rep.Finished = time.Now()
 	rep.Machine.LoadAfter = loadAvg()
 
-	chart := o.chart
-	if chart == "" {
-		chart = filepath.Join(filepath.Dir(o.out), "docs", "bench", "latency.png")
-	}
+	chart := b.chartPath
 	rel, err := filepath.Rel(filepath.Dir(o.out), chart)
 	if err != nil {
 		rel = chart
@@ -243,10 +257,13 @@ type bench struct {
 	manager, linked string
 	// kubelet is the real-kubelet measurement's file (-kubelet).
 	kubelet string
-	runs    int
-	idle    time.Duration
-	seq     int
-	mu      sync.Mutex
+	// outDir holds the report; chartPath is its latency chart, beside
+	// which the other charts go.
+	outDir, chartPath string
+	runs              int
+	idle              time.Duration
+	seq               int
+	mu                sync.Mutex
 }
 
 func (b *bench) cpus() int { return runtime.NumCPU() }

@@ -21,7 +21,8 @@ import (
 const (
 	payloadComponents   = 40
 	manifestsPerComp    = 20
-	techPreviewComps    = 4 // a tenth of the payload, feature-set gated
+	techPreviewShare    = 10 // one component in 10 is feature-set gated
+	payloadCRDs         = 40 // components past it get a ConfigMap for their CRD
 	configMapsPerComp   = 8
 	deploymentsPerComp  = 2
 	serviceAccountsComp = 2
@@ -36,10 +37,15 @@ type payloadStats struct {
 	Kinds        map[string]int
 }
 
-// generatePayload writes the payload into dir, one manifest per file.
-func generatePayload(dir string) (payloadStats, error) {
+// generatePayload writes the payload of components components
+// (manifestsPerComp manifests each) into dir, one manifest per file. A real
+// payload's CRDs do not grow with it (each CRD is an API group the API
+// server serves and rebuilds its OpenAPI for), so only the first
+// payloadCRDs components have one.
+func generatePayload(dir string, components int) (payloadStats, error) {
 	st := payloadStats{Kinds: map[string]int{}}
-	for c := 0; c < payloadComponents; c++ {
+	techPreviewComps := components / techPreviewShare
+	for c := 0; c < components; c++ {
 		comp := fmt.Sprintf("bench-component-%02d", c)
 		ns := "openshift-" + comp
 		level := runLevels[c%len(runLevels)]
@@ -68,7 +74,11 @@ func generatePayload(dir string) (payloadStats, error) {
 		group := fmt.Sprintf("%s.bench.featuregate-operator.io", comp)
 		kind := fmt.Sprintf("BenchResource%02d", c)
 		plural := strings.ToLower(kind) + "s"
-		if err := write(prefix("03", 0, "crd"), "CustomResourceDefinition", fmt.Sprintf(crdTemplate, plural, group, group, kind, strings.ToLower(kind), plural)); err != nil {
+		if c < payloadCRDs {
+			if err := write(prefix("03", 0, "crd"), "CustomResourceDefinition", fmt.Sprintf(crdTemplate, plural, group, group, kind, strings.ToLower(kind), plural)); err != nil {
+				return st, err
+			}
+		} else if err := write(prefix(level, 0, "configmap-crd"), "ConfigMap", fmt.Sprintf(configMapTemplate, comp, configMapsPerComp, ns, configData(c, configMapsPerComp))); err != nil {
 			return st, err
 		}
 		if err := write(prefix("05", 0, "namespace"), "Namespace", fmt.Sprintf(namespaceTemplate, ns)); err != nil {

@@ -38,7 +38,11 @@ type section struct {
 	Method []string
 	Series []*series
 	// Rows are other results, as name/value pairs (footprint).
-	Rows   [][2]string
+	Rows [][2]string
+	// Table is a table of its own, header first (scaling).
+	Table [][]string
+	// Images are charts of its own, as paths relative to the report.
+	Images []string
 	Checks []check
 	Notes  []string
 	// Err is what went wrong; the results gathered before stay valid.
@@ -155,7 +159,7 @@ func (r *report) markdown() string {
 	w("| CPU | %s × %d |\n| memory | %s |\n| kernel | Linux %s |\n| Go | %s |\n| commit | %s |\n| arguments | `%s` |\n\n",
 		orQ(m.CPU), m.CPUs, orQ(m.MemTotal), orQ(m.Kernel), m.Go, orQ(m.Commit), strings.Join(r.Args, " "))
 
-	w("## Targets (issue 7)\n\n| measurement | target | result | met |\n| --- | --- | --- | --- |\n")
+	w("## Targets\n\n| measurement | target | result | met |\n| --- | --- | --- | --- |\n")
 	for _, s := range r.Sections {
 		for _, c := range s.Checks {
 			met := "**no**"
@@ -192,6 +196,16 @@ func (r *report) markdown() string {
 				w("| %s | %d | %s | %s | %s | %s | %s |\n", ser.Label, sm.N, fmtDur(sm.Min), fmtDur(sm.P50), fmtDur(sm.P95), fmtDur(sm.P99), fmtDur(sm.Max))
 			}
 			w("\n")
+		}
+		if len(s.Table) > 1 {
+			w("| %s |\n|%s\n", strings.Join(s.Table[0], " | "), strings.Repeat(" --- |", len(s.Table[0])))
+			for _, row := range s.Table[1:] {
+				w("| %s |\n", strings.Join(row, " | "))
+			}
+			w("\n")
+		}
+		for _, img := range s.Images {
+			w("![%s](%s)\n\n", s.Title, img)
 		}
 		if len(s.Rows) > 0 {
 			w("| | |\n| --- | --- |\n")
