@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -24,12 +26,11 @@ var scalingSizes = []int{100, 800, 3200, 8000}
 
 const (
 	scalingBase = 800
-	// scalingResync is the operator's resync period here: the no-op run
-	// follows the first one this long after it ends.
-	scalingResync = 5 * time.Second
-	// scalingIdle is how long the operator idles before its memory is read
-	// again.
-	scalingIdle = 30 * time.Second
+	// scalingIdle is how long the operator idles after its first run
+	// before its memory is read again; its resync period is a little
+	// longer, so that the no-op run follows.
+	scalingIdle   = 30 * time.Second
+	scalingResync = scalingIdle + 5*time.Second
 )
 
 // scalePoint is what one payload size measured.
@@ -53,11 +54,11 @@ func (b *bench) measureScaling(ctx context.Context) *section {
 			"the first %d components have a CRD, the others a ConfigMap in its place, as a real payload's CRDs do not grow with it). "+
 			"One run per size: the operator (`--resync-period=%s`) into a fresh control plane, then kubectl (`apply --server-side -f DIR`, the same included files) into another. "+
 			"Start → applied is process start to the `Manifests applied` line (kubectl: its wall time). "+
-			"API server CPU is kube-apiserver + etcd CPU time from /proc: for the first apply, from start to the end of the apply; for the no-op re-apply, "+
-			"from the end of the first run to the end of the second (the operator's resync; kubectl run again). "+
+			"API server CPU is kube-apiserver + etcd CPU time from /proc, sampled every %s: for the operator's first apply from its start to its `Manifests applied` line, "+
+			"for its no-op resync over the run's logged duration; for kubectl over each of its two runs (the second is its no-op re-apply). "+
 			"Writes are the API server's own count (`apiserver_request_total`, every verb but GET, LIST and WATCH, on every resource but the operator's leases, Events and ClusterOperator). "+
 			"RSS is VmRSS when the first run is logged and again after %s idle.",
-			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(scalingSizes)), ", "), "[]"), manifestsPerComp, techPreviewShare, payloadCRDs, scalingResync, scalingIdle),
+			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(scalingSizes)), ", "), "[]"), manifestsPerComp, techPreviewShare, payloadCRDs, scalingResync, fmtDur(cpuSampling), scalingIdle),
 	}
 	var points []scalePoint
 	var e errs
@@ -124,19 +125,13 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	defer pl.stop()
-	servers := serverPIDs(pl)
-	s0 := cpuOf(servers)
+	cpu := sampleCPU(ctx, serverPIDs(pl))
 	p, err := b.operator(pl, fmt.Sprintf("scale-%d", size), "--manifests-dir="+payload, "--resync-period="+scalingResync.String())
 	if err != nil {
 		return pt, err
 	}
 	defer p.Stop(10 * time.Second)
 	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
-	if err != nil {
-		return pt, err
-	}
-	s1 := cpuOf(servers)
-	w1, err := serverWrites(ctx, pl.cfg)
 	if err != nil {
 		return pt, err
 	}
@@ -147,21 +142,12 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 	if a.failed > 0 || a.invalid > 0 || a.applied != included {
 		return pt, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.LogPath())
 	}
-	pt.operator, pt.opServer = first.At().Sub(p.Started()), s1-s0
+	pt.operator = first.At().Sub(p.Started())
 	m, err := procStatus(p.Pid())
 	if err != nil {
 		return pt, err
 	}
 	pt.rssApplied = m.RSS
-	if _, _, err := p.WaitLine(ctx, i+1, harness.Contains(`"Manifests applied"`)); err != nil {
-		return pt, err
-	}
-	pt.opNoopServer = cpuOf(servers) - s1
-	w2, err := serverWrites(ctx, pl.cfg)
-	if err != nil {
-		return pt, err
-	}
-	pt.opNoopWrites = w2 - w1
 	if err := sleep(ctx, scalingIdle); err != nil {
 		return pt, err
 	}
@@ -169,6 +155,28 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	pt.rssIdle = m.RSS
+	w0, err := serverWrites(ctx, pl.cfg)
+	if err != nil {
+		return pt, err
+	}
+	second, _, err := p.WaitLine(ctx, i+1, harness.Contains(`"Manifests applied"`))
+	if err != nil {
+		return pt, err
+	}
+	w1, err := serverWrites(ctx, pl.cfg)
+	if err != nil {
+		return pt, err
+	}
+	noop, err := parseApplied(second)
+	if err != nil {
+		return pt, err
+	}
+	pt.opNoopWrites = w1 - w0
+	// Sampled on the way: the apply runs start to end, each window ending
+	// at its log line (the no-op run starts its logged duration earlier).
+	time.Sleep(2 * cpuSampling)
+	pt.opServer = cpu.at(first.At()) - cpu.at(p.Started())
+	pt.opNoopServer = cpu.at(second.At()) - cpu.at(second.At().Add(-noop.duration))
 	p.Stop(10 * time.Second)
 	pl.stop()
 
@@ -178,7 +186,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	defer kp.stop()
-	servers = serverPIDs(kp)
+	servers := serverPIDs(kp)
 	for pass := range 2 {
 		out := filepath.Join(b.dir(fmt.Sprintf("scale-%d-kubectl-%d", size, pass)), "kubectl.log")
 		w0, err := serverWrites(ctx, kp.cfg)
@@ -207,6 +215,54 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 	return pt, nil
 }
 
+// cpuSampling is how often sampleCPU reads the processes' CPU time.
+const cpuSampling = 50 * time.Millisecond
+
+// cpuTimeline is the CPU time of some processes, sampled until its context
+// ends, so that a window known only afterwards (a run that ends with its
+// log line and logs its duration) can be measured.
+type cpuTimeline struct {
+	mu      sync.Mutex
+	times   []time.Time
+	samples []time.Duration
+}
+
+func sampleCPU(ctx context.Context, pids []int) *cpuTimeline {
+	tl := &cpuTimeline{}
+	record := func() {
+		d := cpuOf(pids)
+		tl.mu.Lock()
+		tl.times, tl.samples = append(tl.times, time.Now()), append(tl.samples, d)
+		tl.mu.Unlock()
+	}
+	record()
+	go func() {
+		t := time.NewTicker(cpuSampling)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	return tl
+}
+
+// at is the CPU time used by t: the last sample taken at or before it.
+func (tl *cpuTimeline) at(t time.Time) time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	i := sort.Search(len(tl.times), func(i int) bool { return tl.times[i].After(t) })
+	if i == 0 {
+		return 0
+	}
+	return tl.samples[i-1]
+}
+
+// scalingTable is the section's table, a row per size.
 func scalingTable(points []scalePoint) [][]string {
 	if len(points) == 0 {
 		return nil
