@@ -78,8 +78,9 @@ $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER
 	@touch $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server (and test/bench's unit tests).
+test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server (and the unit tests of examples/consumer and test/bench, modules of their own).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
+	cd examples/consumer && go test $(GOTEST_FLAGS) ./...
 	cd test/bench && go test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-faults
