@@ -38,6 +38,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
@@ -364,7 +365,37 @@ func (b *bench) featureGatePlane(ctx context.Context, name string) (*plane, erro
 		pl.stop()
 		return nil, err
 	}
+	if err := warm(ctx, pl); err != nil {
+		pl.stop()
+		return nil, err
+	}
 	return pl, nil
+}
+
+// warm makes a fresh API server what a cluster's is: one that serves the
+// FeatureGate and ClusterOperator watches already (in OpenShift,
+// cluster-config-operator, the CVO and every operator watch them). The
+// first streaming list of a resource a fresh API server has not watched yet
+// waits about a second for its watch cache (measured here: 1.1 s, then
+// 0.11 s); without this every operator start here would pay it, and no
+// operator start in a cluster does.
+func warm(ctx context.Context, pl *plane) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := cache.New(pl.cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&configv1.FeatureGate{}, &configv1.ClusterOperator{}} {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("warm the API server: %w", err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("warm the API server: watches not synced: %w", ctx.Err())
+	}
+	return nil
 }
 
 func gateDetails(enabled bool) configv1.FeatureGateDetails {
