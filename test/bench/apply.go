@@ -39,6 +39,24 @@ func parseApplied(l harness.Line) (appliedLine, error) {
 	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, duration: d}, nil
 }
 
+// firstRun waits for the operator's first `Manifests applied` line, and
+// checks that the run applied the included manifests and nothing failed;
+// it returns the run and the line's index.
+func firstRun(ctx context.Context, p *harness.Process, included int) (appliedLine, int, error) {
+	l, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
+	if err != nil {
+		return appliedLine{}, i, err
+	}
+	a, err := parseApplied(l)
+	if err != nil {
+		return a, i, err
+	}
+	if a.failed > 0 || a.invalid > 0 || a.applied != included {
+		return a, i, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.LogPath())
+	}
+	return a, i, nil
+}
+
 // applyStats gathers the apply measurement's distributions.
 type applyStats struct {
 	opStart, opRun, opSnap, kc, opNoop, kcNoop *series
@@ -186,7 +204,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
+	a, i, err := firstRun(ctx, p, included)
 	if err != nil {
 		return pl, err
 	}
@@ -195,13 +213,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	server1 := cpuOf(servers)
-	a, err := parseApplied(first)
-	if err != nil {
-		return pl, err
-	}
-	if a.failed > 0 || a.invalid > 0 || a.applied != included {
-		return pl, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.LogPath())
-	}
+	first := a.line
 	wall := first.At().Sub(p.Started())
 	st.opStart.add(wall)
 	st.opRun.add(a.duration)

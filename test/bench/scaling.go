@@ -131,17 +131,11 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
+	a, i, err := firstRun(ctx, p, included)
 	if err != nil {
 		return pt, err
 	}
-	a, err := parseApplied(first)
-	if err != nil {
-		return pt, err
-	}
-	if a.failed > 0 || a.invalid > 0 || a.applied != included {
-		return pt, fmt.Errorf("operator applied %d, failed %d, invalid %d (want %d applied); see %s", a.applied, a.failed, a.invalid, included, p.LogPath())
-	}
+	first := a.line
 	pt.operator = first.At().Sub(p.Started())
 	m, err := procStatus(p.Pid())
 	if err != nil {
