@@ -315,14 +315,16 @@ func TestPayloadRoleMatchesPayload(t *testing.T) {
 
 // The rules are the least that applying needs: by name wherever RBAC can
 // restrict by name, create per namespace (or cluster-wide for a
-// cluster-scoped kind), delete only where a manifest asks for it.
+// cluster-scoped kind), list beside it for what is applied (a resync's
+// metadata-only read), delete only where a manifest asks for it.
 func TestRBACRules(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		"0000_10_ns.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
-		"0000_20_cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: team-a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: team-a\n",
-		"0000_30_dep.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-b\n",
-		"0000_40_old.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: old\n  namespace: team-a\n  annotations:\n    release.openshift.io/delete: \"true\"\n",
+		"0000_10_ns.yaml":   "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
+		"0000_20_cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: team-a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: team-a\n",
+		"0000_30_dep.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-b\n",
+		"0000_40_old.yaml":  "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: old\n  namespace: team-a\n  annotations:\n    release.openshift.io/delete: \"true\"\n",
+		"0000_50_seed.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: seed\n  namespace: team-b\n  annotations:\n    release.openshift.io/create-only: \"true\"\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
@@ -335,11 +337,12 @@ func TestRBACRules(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		// cluster: namespaces create, get/patch team-a
-		"kind: ClusterRole\nmetadata:\n  name: manager-payload-role\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - team-a\n  resources:\n  - namespaces\n  verbs:\n  - get\n  - patch\n",
-		// team-a: configmaps create + get/patch one,two; serviceaccounts delete/get old, no create
-		"  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - one\n  - two\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - patch\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - old\n  resources:\n  - serviceaccounts\n  verbs:\n  - delete\n  - get\n",
-		"  namespace: team-b\nrules:\n- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - create\n- apiGroups:\n  - apps\n  resourceNames:\n  - web\n  resources:\n  - deployments\n  verbs:\n  - get\n  - patch\n",
+		// cluster: namespaces create/list, get/patch team-a
+		"kind: ClusterRole\nmetadata:\n  name: manager-payload-role\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - create\n  - list\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - team-a\n  resources:\n  - namespaces\n  verbs:\n  - get\n  - patch\n",
+		// team-a: configmaps create/list + get/patch one,two; serviceaccounts delete/get old, no create, no list
+		"  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - create\n  - list\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - one\n  - two\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - patch\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - old\n  resources:\n  - serviceaccounts\n  verbs:\n  - delete\n  - get\n",
+		// team-b: secrets create + get seed (create-only: no patch, no list)
+		"  namespace: team-b\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - secrets\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - seed\n  resources:\n  - secrets\n  verbs:\n  - get\n- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - create\n  - list\n- apiGroups:\n  - apps\n  resourceNames:\n  - web\n  resources:\n  - deployments\n  verbs:\n  - get\n  - patch\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--rbac output lacks\n%s\n--- got:\n%s", want, out)

@@ -18,9 +18,10 @@ import (
 // success nor a failure.
 var errStopped = errors.New("stop requested")
 
-// act applies, creates or deletes the object of m as d decided. Every
-// request is preceded by a look at the stop, and ctx ends with it.
-func (a *Applier) act(ctx context.Context, m manifest.Manifest, d manifest.Decision) (outcome, error) {
+// act applies, creates or deletes the object of m as d decided, unless it
+// is already as decided. Every request is preceded by a look at the stop,
+// and ctx ends with it.
+func (a *Applier) act(ctx context.Context, m manifest.Manifest, d manifest.Decision, rs *resync) (outcome, error) {
 	obj, err := a.scoped(m)
 	if err != nil {
 		return outcome{}, err
@@ -35,7 +36,8 @@ func (a *Applier) act(ctx context.Context, m manifest.Manifest, d manifest.Decis
 		o.created, o.leftAlone, err = a.createOnly(ctx, m)
 		return o, err
 	default:
-		return o, a.apply(ctx, m)
+		o.unchanged, err = a.apply(ctx, m, rs)
+		return o, err
 	}
 }
 
@@ -66,18 +68,31 @@ func (a *Applier) scoped(m manifest.Manifest) (*unstructured.Unstructured, error
 	return obj, nil
 }
 
-func (a *Applier) apply(ctx context.Context, m manifest.Manifest) error {
+// apply server-side applies the object of m, marked as applied (see
+// resync), unless this process applied it before and finds it as applied:
+// then unchanged is true and nothing is sent.
+func (a *Applier) apply(ctx context.Context, m manifest.Manifest, rs *resync) (unchanged bool, err error) {
+	if err := markApplied(m.Object); err != nil {
+		return false, fmt.Errorf("%s: %w", m, err)
+	}
 	if a.halted(ctx) {
-		return errStopped
+		return false, errStopped
+	}
+	if rs.unchanged(ctx, m.Object) {
+		return true, nil
+	}
+	if a.halted(ctx) {
+		return false, errStopped
 	}
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
 	if m.Object.GetAnnotations()[ForceAnnotation] == "true" {
 		opts = append(opts, client.ForceOwnership)
 	}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Object), opts...); err != nil {
-		return a.failed(ctx, m, "apply", err)
+		return false, a.failed(ctx, m, "apply", err)
 	}
-	return nil
+	rs.applied(m.Object) // the response
+	return false, nil
 }
 
 // createOnly creates the object when it is absent and otherwise leaves it
@@ -87,7 +102,7 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 	if a.halted(ctx) {
 		return false, false, errStopped
 	}
-	live := &unstructured.Unstructured{}
+	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(m.Object.GroupVersionKind())
 	err = a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
 	switch {
@@ -110,8 +125,23 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 
 // delete deletes the object, foreground, as the cluster-version-operator
 // does for release.openshift.io/delete: its dependents go first. An object
-// already gone is what was asked for.
+// already gone, or being deleted, is what was asked for: it is looked up
+// first (metadata only), so that a resync sends no write for it.
 func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
+	if a.halted(ctx) {
+		return errStopped
+	}
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(m.Object.GroupVersionKind())
+	err := a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return a.failed(ctx, m, "get", err)
+	case live.DeletionTimestamp != nil:
+		return nil
+	}
 	if a.halted(ctx) {
 		return errStopped
 	}
@@ -119,7 +149,7 @@ func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
 	obj.SetGroupVersionKind(m.Object.GroupVersionKind())
 	obj.SetNamespace(m.Object.GetNamespace())
 	obj.SetName(m.Object.GetName())
-	err := a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	err = a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return a.failed(ctx, m, "delete", err)
 	}

@@ -46,12 +46,14 @@ const ForceAnnotation = "featuregate-operator.io/force-ownership"
 // Applier applies, with server-side apply, the manifests of a directory that
 // the startup snapshot includes, deletes those marked for deletion, and
 // reports the outcome on a ClusterOperator. It is level-triggered: every
-// resync applies everything again, which corrects drift, and a run with
-// failures is retried sooner, with backoff. It only ever acts on the startup
-// snapshot: it asks the FeatureGate whether it still holds before each run
-// level, checks for a stop before every request, and cancels the requests in
-// flight when a stop is requested, so that nothing the new feature set
-// excludes is written while a restart is pending.
+// resync compares every object with what it last applied and applies again
+// what differs (see resync), which corrects drift without writing what has
+// not drifted, and a run with failures is retried sooner, with backoff. It
+// only ever acts on the startup snapshot: it asks the FeatureGate whether
+// it still holds before each run level, checks for a stop before every
+// request, and cancels the requests in flight when a stop is requested, so
+// that nothing the new feature set excludes is written while a restart is
+// pending.
 type Applier struct {
 	Client client.Client
 	// Reader reads live what must not be stale: the ClusterVersion, and
@@ -90,6 +92,8 @@ type Applier struct {
 	mu   sync.Mutex
 	last *lastRun
 	poke chan struct{}
+	// applied are the records the last complete run left (see resync).
+	applied map[objectKey]record
 }
 
 func (a *Applier) log() logr.Logger {
@@ -151,8 +155,8 @@ func (a *Applier) Start(ctx context.Context) error {
 		} else {
 			retry.Duration = time.Second
 		}
-		log.Info("Manifests applied", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "created", run.Created,
-			"createOnlyLeft", run.CreateOnlyLeft, "deleted", len(run.Deleted), "failed", len(run.Failed), "invalid", len(run.Invalid),
+		log.Info("Manifests applied", "featureSet", snap.FeatureSetName(), "applied", len(run.Applied), "unchanged", run.Unchanged,
+			"created", run.Created, "createOnlyLeft", run.CreateOnlyLeft, "deleted", len(run.Deleted), "failed", len(run.Failed), "invalid", len(run.Invalid),
 			"excluded", run.Excluded, "skipped", len(run.Skipped), "capabilities", run.Inputs.Filter(),
 			"duration", run.Duration.String(), "next", delay.String())
 		// A run's garbage (every manifest decoded, every request body) is
@@ -242,6 +246,9 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 		}
 	}
 
+	a.mu.Lock()
+	rs := newResync(a.Reader, a.log(), a.applied)
+	a.mu.Unlock()
 	var mu sync.Mutex
 	for _, group := range manifest.Groups(work) {
 		if !a.stillCurrent(ctx) {
@@ -255,7 +262,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				out, err := a.act(ctx, m, decided[m.Object])
+				out, err := a.act(ctx, m, decided[m.Object], rs)
 				mu.Lock()
 				defer mu.Unlock()
 				run.add(out, err)
@@ -265,6 +272,11 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	}
 	if ctx.Err() != nil { // a stop, or the manager's end: not a run to report
 		run.Aborted = true
+	}
+	if !run.Aborted {
+		a.mu.Lock()
+		a.applied = rs.next
+		a.mu.Unlock()
 	}
 	run.Duration = time.Since(started)
 	return run
@@ -309,6 +321,7 @@ const currentWait = 5 * time.Second
 // record publishes a run: metrics, Events for failures, ClusterOperator.
 func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run) {
 	Manifests.WithLabelValues("applied").Set(float64(len(run.Applied)))
+	Manifests.WithLabelValues("unchanged").Set(float64(run.Unchanged))
 	Manifests.WithLabelValues("deleted").Set(float64(len(run.Deleted)))
 	Manifests.WithLabelValues("failed").Set(float64(len(run.Failed)))
 	Manifests.WithLabelValues("invalid").Set(float64(len(run.Invalid)))

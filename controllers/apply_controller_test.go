@@ -52,6 +52,7 @@ type env struct {
 	ctx   context.Context
 	guard *featuregate.Guard
 	mgr   ctrl.Manager
+	cp    *controlplane.ControlPlane
 }
 
 func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
@@ -94,7 +95,7 @@ func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 		g.Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
 	})
 	g.Eventually(guard.Current).WithTimeout(time.Minute).Should(BeTrue())
-	return &env{c: c, ctx: ctx, guard: guard, mgr: mgr}
+	return &env{c: c, ctx: ctx, guard: guard, mgr: mgr, cp: cp}
 }
 
 func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {

@@ -10,7 +10,7 @@ var (
 	// Manifests counts the outcome of every manifest in the last apply run.
 	Manifests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "featuregate_operator_manifests",
-		Help: "Manifests by outcome (applied, failed, excluded, skipped, invalid) in the last apply run.",
+		Help: "Manifests by outcome (applied, failed, excluded, skipped, invalid) in the last apply run; unchanged: the applied ones found as last applied and not sent again.",
 	}, []string{"result"})
 
 	// ApplyFailures counts failed manifest applies since start.

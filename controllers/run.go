@@ -14,9 +14,13 @@ import (
 
 // Run is the outcome of one pass over the directory.
 type Run struct {
-	// Applied are the manifests applied, or created when create-only, with
-	// the namespace the server's scope gave them.
+	// Applied are the manifests whose objects are in place as the payload
+	// says: applied, found unchanged, or created or left alone when
+	// create-only; with the namespace the server's scope gave them.
 	Applied []manifest.Manifest
+	// Unchanged counts the applied manifests whose objects were found as
+	// this process last applied them, and so were not sent again.
+	Unchanged int
 	// Created counts the create-only objects created by this run;
 	// CreateOnlyLeft those that existed and were left alone.
 	Created, CreateOnlyLeft int
@@ -46,6 +50,8 @@ type outcome struct {
 	// created: a create-only object was created; leftAlone: it existed.
 	created, leftAlone bool
 	deleted            bool
+	// unchanged: found as last applied, not sent.
+	unchanged bool
 }
 
 // add counts the outcome of one action.
@@ -63,6 +69,9 @@ func (r *Run) add(o outcome, err error) {
 		}
 		if o.leftAlone {
 			r.CreateOnlyLeft++
+		}
+		if o.unchanged {
+			r.Unchanged++
 		}
 	}
 }

@@ -37,9 +37,11 @@ func (r RBAC) Objects() []any {
 // manifests marked for deletion (and no patch), no patch for create-only
 // manifests, and create, which RBAC
 // cannot restrict by name, for the resource in its namespace, or cluster-wide
-// for a cluster-scoped kind. A manifest with metadata.namespace is taken as
-// namespaced; the operator checks that against the server's RESTMapper when
-// it applies. name names every object; subject is the ServiceAccount, with
+// for a cluster-scoped kind. Manifests that are applied need list there too:
+// a resync reads what it applied with one metadata-only list per kind and
+// namespace, which RBAC cannot restrict by name either. A manifest with
+// metadata.namespace is taken as namespaced; the operator checks that against
+// the server's RESTMapper when it applies. name names every object; subject is the ServiceAccount, with
 // no namespace (kustomize fills it in).
 func RBACFor(ms []Manifest, name, subject string) RBAC {
 	// rules[namespace][group/resource] -> verbs -> names
@@ -73,6 +75,7 @@ func RBACFor(ms []Manifest, name, subject string) RBAC {
 		add(ns, k, "create", "")
 		if m.Object.GetAnnotations()[CreateOnlyAnnotation] != "true" {
 			add(ns, k, "patch", objName) // create-only objects are never updated
+			add(ns, k, "list", "")
 		}
 	}
 	policy := func(byKey map[key]map[string]map[string]bool) []rbacv1.PolicyRule {
@@ -81,17 +84,20 @@ func RBACFor(ms []Manifest, name, subject string) RBAC {
 			return strings.Compare(a.group+"/"+a.resource, b.group+"/"+b.resource)
 		}) {
 			verbs := byKey[k]
-			if _, ok := verbs["create"]; ok {
-				out = append(out, rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, Verbs: []string{"create"}})
-			}
-			// Verbs with the same names share a rule.
+			// Verbs without names (create, list) share a rule, and so do
+			// verbs with the same names.
+			var nameless []string
 			byNames := map[string][]string{}
 			for _, verb := range slices.Sorted(maps.Keys(verbs)) {
-				if verb == "create" {
+				if len(verbs[verb]) == 0 {
+					nameless = append(nameless, verb)
 					continue
 				}
 				names := strings.Join(slices.Sorted(maps.Keys(verbs[verb])), ",")
 				byNames[names] = append(byNames[names], verb)
+			}
+			if len(nameless) > 0 {
+				out = append(out, rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, Verbs: nameless})
 			}
 			for _, names := range slices.Sorted(maps.Keys(byNames)) {
 				out = append(out, rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource},
