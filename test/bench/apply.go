@@ -20,14 +20,14 @@ import (
 type appliedLine struct {
 	line                     harness.Line
 	applied, failed, invalid int
-	excluded                 int
+	excluded, unchanged      int
 	duration                 time.Duration
 }
 
 func parseApplied(l harness.Line) (appliedLine, error) {
 	var f struct {
-		Applied, Failed, Invalid, Excluded int
-		Duration                           string
+		Applied, Failed, Invalid, Excluded, Unchanged int
+		Duration                                      string
 	}
 	if err := json.Unmarshal([]byte(l.Raw), &f); err != nil {
 		return appliedLine{}, fmt.Errorf("parse the Manifests applied line: %w", err)
@@ -36,7 +36,7 @@ func parseApplied(l harness.Line) (appliedLine, error) {
 	if err != nil {
 		return appliedLine{}, fmt.Errorf("parse the Manifests applied line: duration: %w", err)
 	}
-	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, duration: d}, nil
+	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, unchanged: f.Unchanged, duration: d}, nil
 }
 
 // firstRun waits for the operator's first `Manifests applied` line, and

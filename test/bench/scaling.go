@@ -166,6 +166,9 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	pt.opNoopWrites = w1 - w0
+	if noop.unchanged != included {
+		return pt, fmt.Errorf("the no-op run found %d of %d objects unchanged; see %s", noop.unchanged, included, p.LogPath())
+	}
 	// Sampled on the way: the apply runs start to end, each window ending
 	// at its log line (the no-op run starts its logged duration earlier).
 	time.Sleep(2 * cpuSampling)
