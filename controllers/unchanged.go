@@ -67,7 +67,7 @@ func recordOf(obj metav1.Object) (record, bool) {
 		// The entry arrives as JSON from an apply and as protobuf from a
 		// list: the field set is compared with its keys sorted.
 		var fields any
-		if e.FieldsV1 == nil || json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if e.FieldsV1 == nil || json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			return record{}, false
 		}
 		canonical, err := json.Marshal(fields)

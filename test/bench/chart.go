@@ -102,7 +102,7 @@ func writeChart(path string, r *report) error {
 	p.X.Label.Padding = vg.Points(6)
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = logTicks{durationLabel}
-	p.Y.LineStyle.Width = 0
+	p.Y.Width = 0
 	p.Y.Tick.Length = 0
 	p.Y.Tick.Label.Font = font.Font{Typeface: "Liberation", Variant: "Mono", Size: vg.Points(10)}
 
