@@ -325,6 +325,7 @@ func TestRBACRules(t *testing.T) {
 		"0000_30_dep.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-b\n",
 		"0000_40_old.yaml":  "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: old\n  namespace: team-a\n  annotations:\n    release.openshift.io/delete: \"true\"\n",
 		"0000_50_seed.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: seed\n  namespace: team-b\n  annotations:\n    release.openshift.io/create-only: \"true\"\n",
+		"0000_60_key.yaml":  "apiVersion: v1\nkind: Secret\nmetadata:\n  name: key\n  namespace: team-c\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
@@ -342,6 +343,8 @@ func TestRBACRules(t *testing.T) {
 		// team-a: configmaps create/list + get/patch one,two; serviceaccounts delete/get old, no create, no list
 		"  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - create\n  - list\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - one\n  - two\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - patch\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - old\n  resources:\n  - serviceaccounts\n  verbs:\n  - delete\n  - get\n",
 		// team-b: secrets create + get seed (create-only: no patch, no list)
+		// team-c: an applied Secret: no list, which would read every Secret
+		"  namespace: team-c\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - secrets\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - key\n  resources:\n  - secrets\n  verbs:\n  - get\n  - patch\n",
 		"  namespace: team-b\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - secrets\n  verbs:\n  - create\n- apiGroups:\n  - \"\"\n  resourceNames:\n  - seed\n  resources:\n  - secrets\n  verbs:\n  - get\n- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - create\n  - list\n- apiGroups:\n  - apps\n  resourceNames:\n  - web\n  resources:\n  - deployments\n  verbs:\n  - get\n  - patch\n",
 	} {
 		if !strings.Contains(out, want) {

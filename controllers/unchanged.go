@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 // A resync sends no write for an object that is still as the operator last
@@ -160,6 +162,9 @@ func newResync(reader client.Reader, log logr.Logger, last map[objectKey]record)
 // it: its record is the one remembered and its hash that of obj. The
 // record is then kept for the next run.
 func (r *resync) unchanged(ctx context.Context, obj *unstructured.Unstructured) bool {
+	if manifest.Sensitive(obj.GroupVersionKind().GroupKind()) {
+		return false // not listed: see manifest.Sensitive
+	}
 	key := keyOf(obj)
 	want, ok := r.last[key]
 	if !ok {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/go-logr/logr"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -352,4 +353,19 @@ func TestResyncNeedsOnlyThePayloadRole(t *testing.T) {
 	g.Expect(slices.Sorted(slices.Values(paths(lists)))).To(Equal([]string{
 		"/api/v1/namespaces", "/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/team/configmaps",
 		"/apis/rbac.authorization.k8s.io/v1/clusterroles"}))
+}
+
+// A Secret is never listed (list would read every Secret of its
+// namespace): it is applied every resync, even when remembered.
+func TestResyncNeverListsSecrets(t *testing.T) {
+	secret := &unstructured.Unstructured{}
+	secret.SetAPIVersion("v1")
+	secret.SetKind("Secret")
+	secret.SetNamespace("team")
+	secret.SetName("key")
+	// A nil reader: a list would panic.
+	r := newResync(nil, logr.Discard(), map[objectKey]record{keyOf(secret): {}})
+	if r.unchanged(t.Context(), secret) {
+		t.Error("a remembered Secret was skipped; it must be applied without a list")
+	}
 }

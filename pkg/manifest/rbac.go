@@ -75,7 +75,9 @@ func RBACFor(ms []Manifest, name, subject string) RBAC {
 		add(ns, k, "create", "")
 		if m.Object.GetAnnotations()[CreateOnlyAnnotation] != "true" {
 			add(ns, k, "patch", objName) // create-only objects are never updated
-			add(ns, k, "list", "")
+			if !Sensitive(gvk.GroupKind()) {
+				add(ns, k, "list", "")
+			}
 		}
 	}
 	policy := func(byKey map[key]map[string]map[string]bool) []rbacv1.PolicyRule {
@@ -142,4 +144,13 @@ func (r RBAC) String() string {
 		line("namespace "+role.Namespace, role.Rules)
 	}
 	return b.String()
+}
+
+// Sensitive says whether a kind's list would hand the operator contents it
+// has no need to read: list cannot be limited by name, so list on Secrets
+// reads every Secret of the namespace. The resync does not list these
+// kinds (it applies their objects every time) and the role grants no list
+// on them.
+func Sensitive(gk schema.GroupKind) bool {
+	return gk.Group == "" && gk.Kind == "Secret"
 }
