@@ -77,6 +77,9 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
 	}
 
+	if *releaseVersion == featuregate.Defaults().VersionMarker && !*fromCluster {
+		return fail(fmt.Errorf("--release-version %s is a placeholder, resolved only from a cluster's ClusterVersion: use --from-cluster, or give the release's version", *releaseVersion))
+	}
 	cluster, err := filters.cluster()
 	if err != nil {
 		return fail(err)

@@ -63,6 +63,8 @@ func rollingUpgrade(t *testing.T, replicas int) {
 			g.Expect(ready(p)).To(BeTrue(), "pod %s Ready", p.Name)
 		}
 		g.Expect(operatorVersion(ctx, c)).To(Equal(a.version))
+		g.Expect(condition(ctx, c, configv1.OperatorProgressing)).To(Equal(configv1.ConditionFalse), "A settled before the move")
+		g.Expect(condition(ctx, c, configv1.OperatorDegraded)).To(Equal(configv1.ConditionFalse))
 		g.Expect(c.Get(ctx, client.ObjectKey{Name: techPreviewNamespace}, &corev1.Namespace{})).To(Succeed())
 	}).WithTimeout(podTimeout).WithPolling(poll).Should(Succeed())
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,9 +44,12 @@ type Monitor struct {
 	events     []string // every transition seen, in order, for the failure message
 	violations []string // what broke a rule as it happened
 	conditions map[configv1.ClusterStatusConditionType]configv1.ConditionStatus
-	progressed bool            // Progressing=True seen
-	version    string          // the last status.versions operator seen
-	exits      map[string]bool // container IDs whose termination was judged
+	// synced: the initial list is judged, so what follows happened after
+	// Start; progressing are the messages of Progressing=True seen since.
+	synced      bool
+	progressing []string
+	version     string          // the last status.versions operator seen
+	exits       map[string]bool // terminations judged, by pod, container, ID and end
 }
 
 // Start watches the ClusterOperator and the pods of opts.Namespaces until
@@ -71,6 +75,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error
 	if err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
+	var registrations []toolscache.ResourceEventHandlerRegistration
 	for obj, observe := range map[client.Object]func(any){
 		&configv1.ClusterOperator{}: m.observeClusterOperator,
 		&corev1.Pod{}:               m.observePod,
@@ -79,17 +84,24 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error
 		if err != nil {
 			return nil, fmt.Errorf("monitor: informer for %T: %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { observe(o) },
 			UpdateFunc: func(_, o any) { observe(o) },
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
+		registrations = append(registrations, reg)
 	}
 	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
+	// Synced once the handlers, not only the informers, have seen the
+	// initial list.
+	if !toolscache.WaitForCacheSync(ctx.Done(), registrations[0].HasSynced, registrations[1].HasSynced) {
 		return nil, fmt.Errorf("monitor: watches not synced: %w", ctx.Err())
 	}
+	m.mu.Lock()
+	m.synced = true
+	m.mu.Unlock()
 	return m, nil
 }
 
@@ -101,6 +113,12 @@ func (m *Monitor) observeClusterOperator(o any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range co.Status.Conditions {
+		// Progressing stays True from one message to the next (a retry,
+		// then the move): every message counts.
+		if c.Type == configv1.OperatorProgressing && c.Status == configv1.ConditionTrue && m.synced &&
+			(len(m.progressing) == 0 || m.progressing[len(m.progressing)-1] != c.Message) {
+			m.progressing = append(m.progressing, c.Message)
+		}
 		if m.conditions[c.Type] == c.Status {
 			continue
 		}
@@ -111,8 +129,6 @@ func (m *Monitor) observeClusterOperator(o any) {
 			m.violate("ClusterOperator %s went %s=%s (%s: %s): Available must never leave True", co.Name, c.Type, c.Status, c.Reason, c.Message)
 		case c.Type == configv1.OperatorDegraded && c.Status == configv1.ConditionTrue:
 			m.violate("ClusterOperator %s went Degraded=True (%s: %s)", co.Name, c.Reason, c.Message)
-		case c.Type == configv1.OperatorProgressing && c.Status == configv1.ConditionTrue:
-			m.progressed = true
 		}
 	}
 	for _, v := range co.Status.Versions {
@@ -132,10 +148,16 @@ func (m *Monitor) observePod(o any) {
 	defer m.mu.Unlock()
 	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		for _, term := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
-			if term == nil || m.exits[term.ContainerID] {
+			if term == nil {
 				continue
 			}
-			m.exits[term.ContainerID] = true
+			// A container that never ran has no ID: the pod, the
+			// container and the end tell its terminations apart.
+			key := fmt.Sprintf("%s/%s/%s/%s", pod.UID, s.Name, term.ContainerID, term.FinishedAt.UTC().Format(time.RFC3339Nano))
+			if m.exits[key] {
+				continue
+			}
+			m.exits[key] = true
 			m.record("pod %s/%s container %s exited %d (%s)", pod.Namespace, pod.Name, s.Name, term.ExitCode, term.Reason)
 			if term.ExitCode != 0 {
 				m.violate("pod %s/%s container %s exited %d (%s): a non-zero exit is a container failure", pod.Namespace, pod.Name, s.Name, term.ExitCode, term.Reason)
@@ -161,14 +183,15 @@ func (m *Monitor) Violations() []string {
 }
 
 // Upgraded judges a move to version: the rules broken so far, and also
-// that Progressing=True was seen and status.versions operator ended at
-// version.
+// that Progressing=True naming version was seen after Start (a Progressing
+// left over from before proves nothing) and that status.versions operator
+// ended at version.
 func (m *Monitor) Upgraded(version string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Clone(m.violations)
-	if !m.progressed {
-		out = append(out, fmt.Sprintf("ClusterOperator %s never went Progressing=True during the move to %s", m.opts.ClusterOperator, version))
+	if !slices.ContainsFunc(m.progressing, func(msg string) bool { return strings.Contains(msg, version) }) {
+		out = append(out, fmt.Sprintf("ClusterOperator %s never went Progressing=True naming %s during the move", m.opts.ClusterOperator, version))
 	}
 	if m.version != version {
 		out = append(out, fmt.Sprintf("ClusterOperator %s reports versions operator=%q, not %q", m.opts.ClusterOperator, m.version, version))

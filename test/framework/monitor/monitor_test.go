@@ -28,28 +28,34 @@ func TestMonitorCatchesWhatOriginForbids(t *testing.T) {
 
 	co := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "planted"}}
 	g.Expect(c.Create(ctx, co)).To(Succeed())
-	setStatus := func(available, progressing, degraded configv1.ConditionStatus, version string) {
+	setStatus := func(available, progressing, degraded configv1.ConditionStatus, version string, message ...string) {
 		t.Helper()
 		co.Status.Conditions = []configv1.ClusterOperatorStatusCondition{
 			{Type: configv1.OperatorAvailable, Status: available, Reason: "Planted", LastTransitionTime: metav1.Now()},
-			{Type: configv1.OperatorProgressing, Status: progressing, Reason: "Planted", LastTransitionTime: metav1.Now()},
+			{Type: configv1.OperatorProgressing, Status: progressing, Reason: "Planted", Message: strings.Join(message, ""), LastTransitionTime: metav1.Now()},
 			{Type: configv1.OperatorDegraded, Status: degraded, Reason: "Planted", LastTransitionTime: metav1.Now()},
 		}
 		co.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: version}}
 		g.Expect(c.Status().Update(ctx, co)).To(Succeed())
 	}
-	setStatus(configv1.ConditionTrue, configv1.ConditionFalse, configv1.ConditionFalse, "4.21.0")
+	// Progressing=True naming the new version before the monitor starts
+	// proves nothing about the move it watches.
+	setStatus(configv1.ConditionTrue, configv1.ConditionTrue, configv1.ConditionFalse, "4.21.0", "Moving to 4.22.0 (left over)")
 
 	m, err := Start(ctx, cp.Config, Options{ClusterOperator: "planted", Namespaces: []string{"default"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.Violations()).To(BeEmpty(), "a healthy start")
 	g.Expect(m.Upgraded("4.22.0")).To(ConsistOf(
-		ContainSubstring("never went Progressing=True"),
+		ContainSubstring("never went Progressing=True naming 4.22.0"),
 		ContainSubstring(`versions operator="4.21.0", not "4.22.0"`),
 	))
 
-	// A move as origin wants it: Progressing up and down, the version moved.
-	setStatus(configv1.ConditionTrue, configv1.ConditionTrue, configv1.ConditionFalse, "4.21.0")
+	// A move as origin wants it: Progressing up (a retry naming no version
+	// does not count) and down, the version moved.
+	setStatus(configv1.ConditionTrue, configv1.ConditionFalse, configv1.ConditionFalse, "4.21.0")
+	setStatus(configv1.ConditionTrue, configv1.ConditionTrue, configv1.ConditionFalse, "4.21.0", "Retrying")
+	g.Consistently(func() []string { return m.Upgraded("4.22.0") }).WithTimeout(time.Second).Should(ContainElement(ContainSubstring("never went Progressing=True naming 4.22.0")))
+	setStatus(configv1.ConditionTrue, configv1.ConditionTrue, configv1.ConditionFalse, "4.21.0", "Moving from version 4.21.0 to 4.22.0")
 	setStatus(configv1.ConditionTrue, configv1.ConditionFalse, configv1.ConditionFalse, "4.22.0")
 	g.Eventually(func() []string { return m.Upgraded("4.22.0") }).WithTimeout(10 * time.Second).Should(BeEmpty())
 
