@@ -77,7 +77,7 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
 	}
 
-	if *releaseVersion == featuregate.Defaults().VersionMarker && !*fromCluster {
+	if placeholder(*releaseVersion) && !*fromCluster {
 		return fail(fmt.Errorf("--release-version %s is a placeholder, resolved only from a cluster's ClusterVersion: use --from-cluster, or give the release's version", *releaseVersion))
 	}
 	cluster, err := filters.cluster()
@@ -158,11 +158,15 @@ func bindFilterFlags(fs *flag.FlagSet) filterFlags {
 // cluster's version is read.
 func (f filterFlags) cluster() (manifest.Cluster, error) {
 	c := manifest.Cluster{Profile: *f.profile, ExcludeIdentifier: *f.excludeID}
-	if *f.releaseVersion == featuregate.Defaults().VersionMarker {
+	if placeholder(*f.releaseVersion) {
 		return c, nil
 	}
 	return c, withVersion(&c, *f.releaseVersion)
 }
+
+// placeholder says whether version is the one operators are built with
+// (featuregate.Options.VersionMarker): it stands for the cluster's version.
+func placeholder(version string) bool { return version == featuregate.Defaults().VersionMarker }
 
 // orNone is v, or "none" when empty.
 func orNone(v string) string {
@@ -222,7 +226,7 @@ func clusterClient(kubeconfig string) (client.Client, error) {
 func readClusterFrom(reader client.Reader, source, featureGateName, releaseVersion string) (featuregate.Snapshot, controllers.Inputs, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if releaseVersion == featuregate.Defaults().VersionMarker {
+	if placeholder(releaseVersion) {
 		cv := &configv1.ClusterVersion{}
 		if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
 			return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: --release-version %s is a placeholder; ClusterVersion version not read: %w", source, releaseVersion, err)
