@@ -20,12 +20,12 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
 // Options says what to watch.
@@ -57,19 +57,12 @@ type Monitor struct {
 // what happens after Start is seen.
 func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error) {
 	m := &Monitor{opts: opts, conditions: map[configv1.ClusterStatusConditionType]configv1.ConditionStatus{}, exits: map[string]bool{}}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := configv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
 	namespaces := map[string]cache.Config{}
 	for _, ns := range opts.Namespaces {
 		namespaces[ns] = cache.Config{}
 	}
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:   scheme,
+		Scheme:   controlplane.Scheme(),
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Namespaces: namespaces}},
 	})
 	if err != nil {
