@@ -34,5 +34,8 @@
 // for a cluster the way the guard would.
 //
 // The guard needs RBAC to get, list and watch featuregates
-// (config.openshift.io) and to create events (events.k8s.io).
+// (config.openshift.io), to create and patch events (events.k8s.io), and,
+// when Options.Version is the placeholder, to get the clusterversion
+// "version"; the package's +kubebuilder:rbac markers say exactly that, for
+// controller-gen.
 package featuregate

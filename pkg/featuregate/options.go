@@ -27,7 +27,9 @@ type Options struct {
 	// entry, read live with the same discipline (not ready until read).
 	// That version is fixed for the process: an upgrade rolls out a new one.
 	Version string
-	// VersionMarker is the placeholder version ("0.0.1-snapshot").
+	// VersionMarker is the placeholder version; the default,
+	// "0.0.1-snapshot", is the one OpenShift builds use, so an operator
+	// built that way sets only Version.
 	VersionMarker string
 	// WatchedGates, when not empty, narrows which gate changes restart:
 	// gates the component does not consume never do. It never changes what
