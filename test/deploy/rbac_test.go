@@ -54,7 +54,7 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 		"--graceful-shutdown-timeout=10s",
 	)
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
-	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade")))).To(BeNumerically(">=", 0))
+	g.Expect(op.Logged(harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "TechPreviewNoUpgrade")))).To(Succeed())
 
 	// Status: the ClusterOperator, created and written by the operator.
 	co := &configv1.ClusterOperator{}
@@ -103,8 +103,8 @@ func TestGeneratedRBACRunsOperator(t *testing.T) {
 	g.Expect(admin.Status().Patch(ctx, fg, patch)).To(Succeed())
 	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
 	change := "gate GateB disabled -> enabled in status for version " + testVersion
-	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("FeatureGate changed; requesting shutdown"), harness.KeyContains("diff", change)))).To(BeNumerically(">=", 0))
-	g.Expect(op.Log.IndexWhere(harness.All(harness.Message("Graceful shutdown complete"), harness.KeyEquals("reason", change)))).To(BeNumerically(">=", 0))
+	g.Expect(op.Logged(harness.All(harness.Message("FeatureGate changed; requesting shutdown"), harness.KeyContains("diff", change)))).To(Succeed())
+	g.Expect(op.Logged(harness.All(harness.Message("Graceful shutdown complete"), harness.KeyEquals("reason", change)))).To(Succeed())
 	g.Expect(admin.Get(ctx, leaseKey, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), HaveValue(BeEmpty())), "the lease is released on shutdown")
 	// Nothing the operator did along the way was refused.

@@ -154,7 +154,7 @@ func TestFaultAPIAbsentAtStart(t *testing.T) {
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	took := time.Since(back)
 	g.Expect(o.Log.CountWhere(logSnapshot)).To(Equal(1))
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue(), "no restart")
 	f.Detail("not ready during %s outage (%d reads, %d log lines), ready %.1fs after the API returned, snapshot TechPreviewNoUpgrade, no restart", outage, retries, lines, took.Seconds())
 }
@@ -180,7 +180,7 @@ func TestFaultAPIRestartMidRun(t *testing.T) {
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
-	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed())
 	f.Detail("kept snapshot Default and readiness across the restart; watch resumed: exit 0 %.1fs after a later change", time.Since(changed).Seconds())
 }
 
@@ -209,7 +209,7 @@ func TestFaultWatchCut(t *testing.T) {
 	viaProxy.Host = "https://" + p.Addr()
 	o := startOperator(t, "operator", harness.Kubeconfig(t, viaProxy), "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("Default"))).To(Succeed())
 
 	p.Cut()
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
@@ -219,7 +219,7 @@ func TestFaultWatchCut(t *testing.T) {
 	restored := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	took := time.Since(restored)
-	g.Expect(o.Log.IndexWhere(changedBy(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(changedBy(defaultToTech))).To(Succeed())
 	g.Expect(refused).To(BeNumerically(">", 0), "the operator tried to reconnect while cut")
 	f.Detail("connections cut, %d reconnects refused; exit 0 %.1fs after restore", refused, took.Seconds())
 }
@@ -244,7 +244,7 @@ func TestFaultLateFeatureGateAndCRD(t *testing.T) {
 
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
 	noPanic(g, o)
 	f.Detail("not ready: CRD missing, then object missing; ready with TechPreviewNoUpgrade once created; %d reads", attempts(o.Log))
@@ -273,7 +273,7 @@ func TestFaultFeatureGateDeleted(t *testing.T) {
 
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
-	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed())
 	noPanic(g, o)
 	f.Detail("warning log and FeatureGateDeleted Event, still ready; re-created as TechPreviewNoUpgrade: exit 0")
 }
@@ -313,7 +313,7 @@ func TestFaultFlapping(t *testing.T) {
 	}
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	g.Expect(o.Log.CountWhere(logShutdown)).To(Equal(1))
-	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed())
 	g.Expect(exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api")).To(BeFalse(), "excluded by the Default snapshot, never applied")
 	requests := o.Log.CountWhere(logChanged)
 	noPanic(g, o)
@@ -322,7 +322,7 @@ func TestFaultFlapping(t *testing.T) {
 	// applies what it includes.
 	next := startOperator(t, "operator-restarted", harness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(next.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(next.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api") }).WithTimeout(60 * time.Second).Should(BeTrue())
 	f.Detail("%d changes: 1 shutdown (%d stop requests logged), exit 0, TechPreview namespace not applied until the next process", flips, requests)
 }
@@ -371,7 +371,7 @@ func TestFaultSIGTERM(t *testing.T) {
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		applied := countBulk(g, t, c)
 		g.Expect(applied).To(BeNumerically("<", total), "SIGTERM came after the pass ended: not a test of an interrupted apply")
-		g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
+		g.Expect(o.Logged(shutdownFor("signal"))).To(Succeed())
 		noPanic(g, o)
 		details = append(details, fmt.Sprintf("apply: stopped at %d/%d", applied, total))
 	})
@@ -393,7 +393,7 @@ func TestFaultSIGTERM(t *testing.T) {
 		g.Expect(o.WaitForLog(msgChanged, 60*time.Second)).To(Succeed())
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
 		before := <-during
-		g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0), "the first reason wins")
+		g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed(), "the first reason wins")
 		noPanic(g, o)
 		details = append(details, fmt.Sprintf("after stop: signal during shutdown %v", before))
 	})
@@ -406,7 +406,7 @@ func TestFaultSIGTERM(t *testing.T) {
 		g.Expect(o.Signal(syscall.SIGTERM)).To(Succeed())
 		sent := time.Now()
 		g.Expect(o.WaitExit(graceful + margin)).To(Equal(0))
-		g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
+		g.Expect(o.Logged(shutdownFor("signal"))).To(Succeed())
 		g.Expect(o.Log.IndexWhere(logSnapshot)).To(Equal(-1))
 		noPanic(g, o)
 		details = append(details, fmt.Sprintf("initial fetch: exit 0 in %.1fs", time.Since(sent).Seconds()))
@@ -445,7 +445,7 @@ func TestFaultLeaderElection(t *testing.T) {
 	b := startOperator(t, "replica-b", kc, args...)
 	for _, o := range []*harness.Process{a, b} {
 		g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue(), "%s takes its snapshot, leader or not", o.Name)
-		g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+		g.Expect(o.Logged(snapshotOf("Default"))).To(Succeed())
 	}
 	g.Eventually(func() int { return a.Log.Count(logApplied) + b.Log.Count(logApplied) }).WithTimeout(60 * time.Second).Should(BeNumerically(">", 0))
 	leader, standby := a, b
@@ -471,7 +471,7 @@ func TestFaultLeaderElection(t *testing.T) {
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	for _, o := range []*harness.Process{standby, restarted} {
 		g.Expect(o.WaitExit(exitTimeout)).To(Equal(0), o.Name)
-		g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0), o.Name)
+		g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed(), o.Name)
 		noPanic(g, o)
 	}
 	f.Detail("both snapshot, one applies; lease released on SIGTERM, standby applied %.1fs later (lease 15s); standby and restarted replica exit 0 on change", takeover.Seconds())
@@ -503,7 +503,7 @@ metadata:
 	})
 	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--manifests-dir="+dir, "--resync-period=2s")
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("SuperPreview"))).To(BeNumerically(">=", 0), "the unknown set is named")
+	g.Expect(o.Logged(snapshotOf("SuperPreview"))).To(Succeed(), "the unknown set is named")
 
 	for _, name := range []string{"good", "good-before", "good-after"} {
 		g.Eventually(func() bool { return exists(g, t, c, &corev1.ConfigMap{}, "default", name) }).WithTimeout(60*time.Second).Should(BeTrue(), "good manifest %s is not lost", name)

@@ -68,7 +68,7 @@ func TestProcessFeatureGateFile(t *testing.T) {
 
 	vol.write(t, map[string]string{"featuregate.yaml": featureGateYAML("")})
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("Default"))).To(Succeed())
 
 	// The key gone from the volume: reported, waited out, no restart.
 	vol.write(t, map[string]string{"other.yaml": "x: 1\n"})
@@ -84,5 +84,5 @@ func TestProcessFeatureGateFile(t *testing.T) {
 
 	vol.write(t, map[string]string{"featuregate.yaml": featureGateYAML("TechPreviewNoUpgrade")})
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
-	g.Expect(o.Log.IndexWhere(harness.All(changedBy(defaultToTech), harness.KeyEquals("detectedBy", "verify")))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(harness.All(changedBy(defaultToTech), harness.KeyEquals("detectedBy", "verify")))).To(Succeed())
 }

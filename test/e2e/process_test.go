@@ -107,7 +107,7 @@ func TestProcessStartsBeforeAPIServer(t *testing.T) {
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue(), "the snapshot matches the cluster: no restart")
 	g.Expect(o.Log.IndexWhere(logChanged)).To(Equal(-1))
 }
@@ -122,14 +122,14 @@ func TestProcessExitsOnFeatureSetChange(t *testing.T) {
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("Default"))).To(Succeed())
 
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	changed := time.Now()
 	g.Expect(o.WaitExit(exitTimeout)).To(Equal(0))
 	t.Logf("exited %.1fs after the change", time.Since(changed).Seconds())
-	g.Expect(o.Log.IndexWhere(changedBy(defaultToTech))).To(BeNumerically(">=", 0))
-	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(changedBy(defaultToTech))).To(Succeed())
+	g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed())
 	// The guard's monitor can see the change before the FeatureGate
 	// controller's informer has synced; controller-runtime then logs the
 	// sync cut short by the shutdown as an error. Nothing else may be one.
@@ -171,7 +171,7 @@ func changeWhileAPIServerDown(t *testing.T, args ...string) (*harness.Process, t
 	harness.CreateFeatureGate(t, harness.Client(t, cp.Config), controlplane.FeatureGate(configv1.Default))
 	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), args...)
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("Default"))).To(Succeed())
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	second, err := cp.SecondAPIServer()
@@ -183,8 +183,8 @@ func changeWhileAPIServerDown(t *testing.T, args ...string) (*harness.Process, t
 	back := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))
 	took := time.Since(back)
-	g.Expect(o.Log.IndexWhere(changedBy(defaultToTech))).To(BeNumerically(">=", 0))
-	g.Expect(o.Log.IndexWhere(shutdownFor(defaultToTech))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(changedBy(defaultToTech))).To(Succeed())
+	g.Expect(o.Logged(shutdownFor(defaultToTech))).To(Succeed())
 	return o, took
 }
 
@@ -213,7 +213,7 @@ func TestProcessFeatureGateAbsentAtStart(t *testing.T) {
 
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
 }
 
@@ -237,7 +237,7 @@ func TestProcessSIGTERM(t *testing.T) {
 	// The margin covers process teardown on a loaded machine.
 	g.Expect(o.WaitExit(graceful + 10*time.Second)).To(Equal(0))
 	t.Logf("exited %.1fs after SIGTERM", time.Since(sent).Seconds())
-	g.Expect(o.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(shutdownFor("signal"))).To(Succeed())
 	g.Expect(errorLines(o.Log)).To(BeEmpty())
 }
 
@@ -276,7 +276,7 @@ func TestProcessLongOutageShortCacheSyncTimeout(t *testing.T) {
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Expect(errorLines(o.Log)).To(BeEmpty())
 }
 

@@ -63,7 +63,7 @@ func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 	g.Expect(probeLine.FindStringSubmatch(text())).To(HaveExactElements(ContainSubstring(probe), probe), "the probe address in effect is printed")
 	ready := p.Ready
 	g.Eventually(ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(p.Log.IndexWhere(snapshotOf("Default"))).To(BeNumerically(">=", 0))
+	g.Expect(p.Logged(snapshotOf("Default"))).To(Succeed())
 
 	// The printed kubeconfig works; a change restarts the operator, which
 	// then applies the seed's TechPreviewNoUpgrade namespace.
@@ -89,7 +89,7 @@ func TestRunLocalStartsAndStopsCleanly(t *testing.T) {
 	g.Expect(p.Signal(os.Interrupt)).To(Succeed())
 	g.Expect(p.WaitExit(time.Minute)).To(Equal(0), "run-local exits 0 after Ctrl-C")
 	g.Expect(text()).To(And(ContainSubstring("operator exited 0 after the interrupt"), ContainSubstring("stopping the control plane")))
-	g.Expect(p.Log.IndexWhere(shutdownFor("signal"))).To(BeNumerically(">=", 0))
+	g.Expect(p.Logged(shutdownFor("signal"))).To(Succeed())
 	_, err = os.Stat(filepath.Dir(kubeconfig))
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the kubeconfig directory is removed")
 	g.Expect(ready()).To(BeFalse())

@@ -36,7 +36,7 @@ func TestSeedReplay(t *testing.T) {
 
 	g.Expect(cp.StartAPIServer()).To(Succeed())
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Expect(o.Log.IndexWhere(snapshotOf("TechPreviewNoUpgrade"))).To(BeNumerically(">=", 0))
+	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Eventually(func() bool { return exists(g, t, c, &corev1.Namespace{}, "", "openshift-cluster-api") }).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Expect(exists(g, t, c, &corev1.ConfigMap{}, "default", "default-only")).To(BeFalse(), "Default-only manifest excluded")
 

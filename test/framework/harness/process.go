@@ -344,6 +344,21 @@ func (p *Process) WaitLine(ctx context.Context, from int, m Match) (Line, int, e
 	return l, i, nil
 }
 
+// logLag bounds how long a line the process has already written can take
+// to pass through the pipe and the reader into Log.
+const logLag = 10 * time.Second
+
+// Logged checks that the process logged a line m selects. A line written
+// just before an observable effect (readiness, an object written) can still
+// be in the pipe when the test sees the effect, so Logged waits up to
+// logLag for it rather than reading Log once.
+func (p *Process) Logged(m Match) error {
+	ctx, cancel := context.WithTimeout(context.Background(), logLag)
+	defer cancel()
+	_, _, err := p.WaitLine(ctx, 0, m)
+	return err
+}
+
 // WaitForLog waits up to timeout for a line containing substr.
 func (p *Process) WaitForLog(substr string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
