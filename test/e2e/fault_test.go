@@ -153,6 +153,7 @@ func TestFaultAPIAbsentAtStart(t *testing.T) {
 	back := time.Now()
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	took := time.Since(back)
+	g.Expect(o.Logged(logSnapshot)).To(Succeed())
 	g.Expect(o.Log.CountWhere(logSnapshot)).To(Equal(1))
 	g.Expect(o.Logged(snapshotOf("TechPreviewNoUpgrade"))).To(Succeed())
 	g.Consistently(o.Running).WithTimeout(stillRunning).Should(BeTrue(), "no restart")

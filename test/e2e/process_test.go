@@ -209,7 +209,7 @@ func TestProcessFeatureGateAbsentAtStart(t *testing.T) {
 	o := startOperator(t, "operator", harness.Kubeconfig(t, cp.Config), "--initial-fetch-backoff-cap=500ms")
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(ContainSubstring("FeatureGate cluster not found"))
 	g.Consistently(o.Ready).WithTimeout(notReadyWindow).Should(BeFalse())
-	g.Expect(o.Log.First(msgRetry, "FeatureGate cluster not found")).NotTo(BeEmpty())
+	g.Expect(o.Logged(harness.Contains(msgRetry, "FeatureGate cluster not found"))).To(Succeed())
 
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.TechPreviewNoUpgrade))
 	g.Eventually(o.Ready).WithTimeout(readyTimeout).Should(BeTrue())
