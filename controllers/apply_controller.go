@@ -136,7 +136,7 @@ func (a *Applier) Start(ctx context.Context) error {
 	}
 	if a.Status != nil {
 		if err := a.Status.Starting(ctx); err != nil {
-			log.Error(err, "ClusterOperator status not reported")
+			statusNotReported(ctx, log, err)
 		}
 	}
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
@@ -343,7 +343,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	a.mu.Unlock()
 	co, err := a.Status.Report(ctx, snap, run)
 	if err != nil {
-		log.Error(err, "ClusterOperator status not reported")
+		statusNotReported(ctx, log, err)
 		return
 	}
 	if a.Recorder != nil {
@@ -351,6 +351,17 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", eventnote.Bound(err.Error()))
 		}
 	}
+}
+
+// statusNotReported logs a failed status write: an error, unless the
+// process is stopping, when the write was cut short on purpose and the next
+// process reports.
+func statusNotReported(ctx context.Context, log logr.Logger, err error) {
+	if ctx.Err() != nil {
+		log.Info("ClusterOperator status not reported; stopping", "reason", err.Error())
+		return
+	}
+	log.Error(err, "ClusterOperator status not reported")
 }
 
 // appliedNamespaces are the namespaces a run created or wrote into.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -331,4 +333,22 @@ func TestUpgradeableByFeatureSet(t *testing.T) {
 			g.Expect(reason).To(Equal(tt.reason))
 		})
 	}
+}
+
+// A status write cut short by the stop is expected: it must not read as an
+// error in the log, while the same failure in a running process must.
+func TestStatusNotReportedIsAnErrorOnlyWhileRunning(t *testing.T) {
+	g := NewWithT(t)
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, prefix+args) }, funcr.Options{})
+	failed := errors.New("context canceled")
+
+	statusNotReported(context.Background(), log, failed)
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	statusNotReported(stopped, log, failed)
+
+	g.Expect(lines).To(HaveLen(2))
+	g.Expect(lines[0]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported"`), ContainSubstring(`"error"="context canceled"`)))
+	g.Expect(lines[1]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported; stopping"`), ContainSubstring(`"reason"="context canceled"`), Not(ContainSubstring(`"error"`))))
 }

@@ -64,9 +64,12 @@ func TestNotReadyUntilFeatureGateExists(t *testing.T) {
 	p, err := getPod(ctx, pod.Name)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(managerStatus(p).RestartCount).To(BeZero(), "no restart on the way to Ready")
-	lines, err := podLog(ctx, pod.Name, false)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(logHas(lines, harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "Default")))).To(BeTrue())
+	// The container's output reaches its log file asynchronously.
+	g.Eventually(func(g Gomega) {
+		lines, err := podLog(ctx, pod.Name, false)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(logHas(lines, harness.All(harness.Message("Startup snapshot taken"), harness.KeyEquals("featureSet", "Default")))).To(BeTrue())
+	}).WithTimeout(changeTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 }
 
 // readyzReason is the body of the featuregate readiness check, read from

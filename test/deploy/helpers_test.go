@@ -6,12 +6,15 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -70,8 +73,76 @@ func installOperatorRBAC(ctx context.Context, t *testing.T, c client.Client) ser
 	objs := rendered(t)
 	applyForReal(ctx, t, c, ofKinds(objs, "Namespace"))
 	applyForReal(ctx, t, c, ofKinds(objs, "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"))
-	sa := find(t, objs, "ServiceAccount", "controller-manager")
-	return serviceAccount{namespace: sa.GetNamespace(), name: sa.GetName()}
+	obj := find(t, objs, "ServiceAccount", "controller-manager")
+	sa := serviceAccount{namespace: obj.GetNamespace(), name: obj.GetName()}
+	untilAuthorized(ctx, t, c, objs, sa)
+	return sa
+}
+
+// untilAuthorized waits until the API server's authorizer, which learns of
+// roles and bindings through its own informers, allows sa the first rule of
+// every role bound to it: a process started earlier could be refused.
+func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured, sa serviceAccount) {
+	t.Helper()
+	roles := map[string]*unstructured.Unstructured{}
+	for _, r := range ofKinds(objs, "ClusterRole", "Role") {
+		roles[r.GetKind()+"/"+r.GetName()] = r
+	}
+	checked := 0
+	for _, b := range ofKinds(objs, "ClusterRoleBinding", "RoleBinding") {
+		if !bindsServiceAccount(b, sa) {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
+		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+		role, ok := roles[kind+"/"+name]
+		if !ok {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		if len(rules) == 0 {
+			continue
+		}
+		rule, _ := rules[0].(map[string]any)
+		attrs := &authorizationv1.ResourceAttributes{Namespace: b.GetNamespace(), Verb: first(rule, "verbs"), Group: first(rule, "apiGroups"), Resource: first(rule, "resources")}
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: sa.String(), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace}, ResourceAttributes: attrs,
+			}}
+			if err := c.Create(ctx, review); err != nil {
+				return false, err
+			}
+			return review.Status.Allowed, nil
+		}); err != nil {
+			t.Fatalf("%s not allowed %+v through %s %s: %v", sa, *attrs, b.GetKind(), b.GetName(), err)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatalf("no rendered binding grants %s a role", sa)
+	}
+	t.Logf("the authorizer allows %s the roles of %d bindings", sa, checked)
+}
+
+func bindsServiceAccount(b *unstructured.Unstructured, sa serviceAccount) bool {
+	subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+	for _, s := range subjects {
+		m, _ := s.(map[string]any)
+		if m["kind"] == "ServiceAccount" && m["name"] == sa.name && m["namespace"] == sa.namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// first is the first string of a rule's list field, "" when it has none.
+func first(rule map[string]any, field string) string {
+	l, _ := rule[field].([]any)
+	if len(l) == 0 {
+		return ""
+	}
+	s, _ := l[0].(string)
+	return s
 }
 
 // tokenConfig mints a token for sa with the TokenRequest API, as the kubelet

@@ -244,7 +244,7 @@ func TestProcessSIGTERM(t *testing.T) {
 // unreachableKubeconfig points at a loopback port nobody listens on: an API
 // server that is down, without starting one.
 func unreachableKubeconfig(t *testing.T) string {
-	return harness.Kubeconfig(t, &rest.Config{Host: "https://" + harness.FreeAddr(t), TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	return harness.Kubeconfig(t, &rest.Config{Host: "https://" + harness.ClosedAddr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 }
 
 // For those who prefer a crash loop: --initial-fetch-timeout makes the

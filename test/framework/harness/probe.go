@@ -103,6 +103,11 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// ClosedAddr is a loopback address nothing listens on: an API server that
+// is down. A port below 1024 is never handed out by FreePort, so a test
+// running beside cannot take it between the choice and the refusal.
+const ClosedAddr = "127.0.0.1:1"
+
 // FreeAddr is FreePort as a 127.0.0.1:port address.
 func FreeAddr(tb TB) string {
 	tb.Helper()
