@@ -117,6 +117,7 @@ func rollingUpgrade(t *testing.T, replicas int) {
 	// The monitor's informer may be a step behind the GET above; a
 	// violation, once recorded, stays.
 	g.Eventually(func() []string { return m.Upgraded(b.version) }).WithTimeout(podTimeout).WithPolling(poll).Should(BeEmpty(), "origin's rules")
+	g.Expect(m.RelatedObjects(ctx)).To(BeEmpty(), "origin's rules: related objects")
 	ns := &corev1.Namespace{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: techPreviewNamespace}, ns)).To(Succeed(), "TechPreviewNoUpgrade objects present after the upgrade")
 	var managers []string

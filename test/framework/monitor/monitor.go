@@ -4,7 +4,8 @@
 // nor Degraded=True, goes Progressing=True while it moves to a new version
 // and ends reporting that version, and no container exits non-zero (exit 0,
 // a graceful stop, is not a failure). The rules are origin's; the code is
-// ours.
+// ours. RelatedObjects adds origin's checks of status.relatedObjects, which
+// must-gather follows to collect an operator's objects.
 //
 // It watches rather than polls, so that a condition that flips and flips
 // back between two polls is still seen.
@@ -20,6 +21,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,6 +42,7 @@ type Options struct {
 // Monitor records what it watches from Start until its context ends.
 type Monitor struct {
 	opts Options
+	api  client.Client // what RelatedObjects resolves through
 
 	mu         sync.Mutex
 	events     []string // every transition seen, in order, for the failure message
@@ -48,7 +52,8 @@ type Monitor struct {
 	// Start; progressing are the messages of Progressing=True seen since.
 	synced      bool
 	progressing []string
-	version     string          // the last status.versions operator seen
+	version     string // the last status.versions operator seen
+	related     []configv1.ObjectReference
 	exits       map[string]bool // terminations judged, by pod, container, ID and end
 }
 
@@ -66,6 +71,9 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Monitor, error
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Namespaces: namespaces}},
 	})
 	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	if m.api, err = client.New(cfg, client.Options{Scheme: controlplane.Scheme()}); err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
 	var registrations []toolscache.ResourceEventHandlerRegistration
@@ -105,6 +113,7 @@ func (m *Monitor) observeClusterOperator(o any) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.related = co.Status.RelatedObjects
 	for _, c := range co.Status.Conditions {
 		// Progressing stays True from one message to the next (a retry,
 		// then the move): every message counts.
@@ -190,6 +199,52 @@ func (m *Monitor) Upgraded(version string) []string {
 		out = append(out, fmt.Sprintf("ClusterOperator %s reports versions operator=%q, not %q", m.opts.ClusterOperator, m.version, version))
 	}
 	return out
+}
+
+// RelatedObjects judges the last status.relatedObjects seen as origin
+// does: at least one namespace (must-gather collects an operator's
+// namespaces from there), at least one object that is not a namespace, and
+// every reference naming an object that exists, under a resource the API
+// server serves.
+func (m *Monitor) RelatedObjects(ctx context.Context) []string {
+	m.mu.Lock()
+	related := slices.Clone(m.related)
+	m.mu.Unlock()
+	name := m.opts.ClusterOperator
+	var out []string
+	isNamespace := func(r configv1.ObjectReference) bool { return r.Group == "" && r.Resource == "namespaces" }
+	if !slices.ContainsFunc(related, isNamespace) {
+		out = append(out, fmt.Sprintf("ClusterOperator %s relates no namespace", name))
+	}
+	if !slices.ContainsFunc(related, func(r configv1.ObjectReference) bool { return !isNamespace(r) }) {
+		out = append(out, fmt.Sprintf("ClusterOperator %s relates no object but namespaces", name))
+	}
+	for _, r := range related {
+		ref := refString(r)
+		gvk, err := m.api.RESTMapper().KindFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Resource})
+		if err != nil {
+			out = append(out, fmt.Sprintf("ClusterOperator %s relates %s: resource not served: %v", name, ref, err))
+			continue
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		if err := m.api.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj); err != nil {
+			out = append(out, fmt.Sprintf("ClusterOperator %s relates %s: %v", name, ref, err))
+		}
+	}
+	return out
+}
+
+// refString is r as kubectl names it: resource[.group] [namespace/]name.
+func refString(r configv1.ObjectReference) string {
+	s := r.Resource
+	if r.Group != "" {
+		s += "." + r.Group
+	}
+	if r.Namespace != "" {
+		return s + " " + r.Namespace + "/" + r.Name
+	}
+	return s + " " + r.Name
 }
 
 // Events is every transition seen, timestamped, for a failure message.

@@ -74,6 +74,25 @@ func TestMonitorCatchesWhatOriginForbids(t *testing.T) {
 	g.Expect(v).To(ContainSubstring("Available=False (Planted: ): Available must never leave True"))
 	g.Expect(v).To(ContainSubstring("went Degraded=True"))
 	g.Expect(m.Events()).NotTo(BeEmpty())
+
+	// Related objects as origin wants them: a namespace and an object that
+	// is not one, each existing; then a reference to a namespace that is
+	// gone and one to a resource nobody serves.
+	g.Expect(m.RelatedObjects(ctx)).To(ConsistOf(ContainSubstring("relates no namespace"), ContainSubstring("relates no object but namespaces")))
+	co.Status.RelatedObjects = []configv1.ObjectReference{
+		{Resource: "namespaces", Name: "default"},
+		{Group: configv1.GroupName, Resource: "clusteroperators", Name: "planted"},
+	}
+	g.Expect(c.Status().Update(ctx, co)).To(Succeed())
+	g.Eventually(func() []string { return m.RelatedObjects(ctx) }).WithTimeout(10 * time.Second).Should(BeEmpty())
+	co.Status.RelatedObjects = append(co.Status.RelatedObjects,
+		configv1.ObjectReference{Resource: "namespaces", Name: "gone"},
+		configv1.ObjectReference{Group: "example.com", Resource: "widgets", Namespace: "default", Name: "w"})
+	g.Expect(c.Status().Update(ctx, co)).To(Succeed())
+	g.Eventually(func() []string { return m.RelatedObjects(ctx) }).WithTimeout(10 * time.Second).Should(ConsistOf(
+		ContainSubstring(`relates namespaces gone: namespaces "gone" not found`),
+		ContainSubstring("relates widgets.example.com default/w: resource not served"),
+	))
 }
 
 // exited plants a pod whose container terminated with code, as a kubelet
