@@ -21,17 +21,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
 // Default values of OperatorConfig fields that configure the FeatureGate
-// guard: the guard's own defaults, defined there once.
-var (
-	DefaultFeatureGateName        = featuregate.Defaults().Name
-	DefaultResyncPeriod           = featuregate.Defaults().ResyncPeriod
-	DefaultInitialFetchBackoffCap = featuregate.Defaults().BackoffCap
-	DefaultCacheSyncTimeout       = featuregate.Defaults().CacheSyncTimeout
+// guard. They are the guard's own defaults (featuregate.Defaults), written
+// here again so that the API imports nothing of the product; a test keeps
+// the two equal.
+const (
+	DefaultFeatureGateName        = "cluster"
+	DefaultResyncPeriod           = 3 * time.Minute
+	DefaultInitialFetchBackoffCap = 2 * time.Second
+	DefaultCacheSyncTimeout       = 2 * time.Minute
 )
 
 // Default values of the other OperatorConfig fields.

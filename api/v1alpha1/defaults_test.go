@@ -26,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
 func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
@@ -175,5 +177,22 @@ func TestDeepCopyIsDeep(t *testing.T) {
 	}
 	if !strings.HasPrefix(c.APIVersion, GroupName) {
 		t.Errorf("apiVersion %q", c.APIVersion)
+	}
+}
+
+// The API's defaults for the guard's settings are the guard's: an
+// OperatorConfig left empty configures the same guard as an adopter's
+// zero Options.
+func TestGuardDefaultsAreTheGuards(t *testing.T) {
+	d := featuregate.Defaults()
+	for name, pair := range map[string][2]any{
+		"FeatureGateName":        {DefaultFeatureGateName, d.Name},
+		"ResyncPeriod":           {DefaultResyncPeriod, d.ResyncPeriod},
+		"InitialFetchBackoffCap": {DefaultInitialFetchBackoffCap, d.BackoffCap},
+		"CacheSyncTimeout":       {DefaultCacheSyncTimeout, d.CacheSyncTimeout},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("default %s is %v here, %v in featuregate.Defaults()", name, pair[0], pair[1])
+		}
 	}
 }
