@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -160,6 +161,20 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 	}
 }
 
+// serviceAccountNamespaceFile is where the kubelet puts the pod's
+// namespace beside its ServiceAccount token.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace the operator runs in, read from path; ""
+// outside a pod (run-local, a test), where there is none to relate.
+func ownNamespace(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
 func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featuregate.Guard) *controllers.Applier {
 	return &controllers.Applier{
 		Client:      mgr.GetClient(),
@@ -173,6 +188,7 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 			Name:            cfg.ClusterOperatorName,
 			Version:         cfg.ReleaseVersion,
 			FeatureGateName: cfg.FeatureGateName,
+			Namespace:       ownNamespace(serviceAccountNamespaceFile),
 		},
 		Dir:               cfg.ManifestsDir,
 		Scan:              manifest.Options{MaxFileSize: cfg.MaxManifestSize.Value()},

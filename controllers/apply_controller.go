@@ -136,7 +136,7 @@ func (a *Applier) Start(ctx context.Context) error {
 	}
 	if a.Status != nil {
 		if err := a.Status.Starting(ctx); err != nil {
-			statusNotReported(ctx, log, err)
+			a.statusNotWritten(ctx, err, "ClusterOperator status not reported")
 		}
 	}
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
@@ -343,7 +343,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	a.mu.Unlock()
 	co, err := a.Status.Report(ctx, snap, run)
 	if err != nil {
-		statusNotReported(ctx, log, err)
+		a.statusNotWritten(ctx, err, "ClusterOperator status not reported")
 		return
 	}
 	if a.Recorder != nil {
@@ -353,15 +353,17 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	}
 }
 
-// statusNotReported logs a failed status write: an error, unless the
-// process is stopping, when the write was cut short on purpose and the next
-// process reports.
-func statusNotReported(ctx context.Context, log logr.Logger, err error) {
+// statusNotWritten logs a failed status write under msg: an error, unless
+// the process is stopping. The stop cuts writes short on purpose, and
+// whatever else failed then is the next process's to report; the line
+// keeps the error either way.
+func (a *Applier) statusNotWritten(ctx context.Context, err error, msg string) {
+	log := a.log().WithValues("clusterOperator", a.Status.Name)
 	if ctx.Err() != nil {
-		log.Info("ClusterOperator status not reported; stopping", "reason", err.Error())
+		log.Info(msg+"; stopping", "error", err.Error())
 		return
 	}
-	log.Error(err, "ClusterOperator status not reported")
+	log.Error(err, msg)
 }
 
 // appliedNamespaces are the namespaces a run created or wrote into.

@@ -337,18 +337,23 @@ func TestUpgradeableByFeatureSet(t *testing.T) {
 
 // A status write cut short by the stop is expected: it must not read as an
 // error in the log, while the same failure in a running process must.
-func TestStatusNotReportedIsAnErrorOnlyWhileRunning(t *testing.T) {
+func TestStatusNotWrittenIsAnErrorOnlyWhileRunning(t *testing.T) {
 	g := NewWithT(t)
 	var lines []string
-	log := funcr.New(func(prefix, args string) { lines = append(lines, prefix+args) }, funcr.Options{})
+	a := &Applier{
+		Status: &StatusReporter{Name: "featuregate-operator"},
+		Log:    funcr.New(func(prefix, args string) { lines = append(lines, prefix+args) }, funcr.Options{}),
+	}
 	failed := errors.New("context canceled")
 
-	statusNotReported(context.Background(), log, failed)
+	a.statusNotWritten(context.Background(), failed, "ClusterOperator status not reported")
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	statusNotReported(stopped, log, failed)
+	a.statusNotWritten(stopped, failed, "ClusterOperator status not restored")
 
 	g.Expect(lines).To(HaveLen(2))
-	g.Expect(lines[0]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported"`), ContainSubstring(`"error"="context canceled"`)))
-	g.Expect(lines[1]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported; stopping"`), ContainSubstring(`"reason"="context canceled"`), Not(ContainSubstring(`"error"`))))
+	g.Expect(lines[0]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported"`), ContainSubstring(`"error"="context canceled"`),
+		ContainSubstring(`"clusterOperator"="featuregate-operator"`), Not(ContainSubstring(`"level"`))), "funcr: an error line has no level")
+	g.Expect(lines[1]).To(And(ContainSubstring(`"msg"="ClusterOperator status not restored; stopping"`), ContainSubstring(`"error"="context canceled"`),
+		ContainSubstring(`"clusterOperator"="featuregate-operator"`), ContainSubstring(`"level"=0`)), "an info line")
 }

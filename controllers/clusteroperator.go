@@ -46,6 +46,10 @@ type StatusReporter struct {
 	Version string
 	// FeatureGateName is the FeatureGate the operator snapshots, a related object.
 	FeatureGateName string
+	// Namespace is the one the operator runs in, when known: a related
+	// object, so that must-gather collects the operator's own pods and
+	// their logs, as OpenShift's monitor tests require of every operator.
+	Namespace string
 }
 
 // Report writes the ClusterOperator status for one apply run of snap.
@@ -157,7 +161,11 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
 	}
 	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}
-	for _, ns := range run.namespaces {
+	namespaces := run.namespaces
+	if s.Namespace != "" && !slices.Contains(namespaces, s.Namespace) {
+		namespaces = append([]string{s.Namespace}, namespaces...)
+	}
+	for _, ns := range namespaces {
 		st.RelatedObjects = append(st.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: ns})
 	}
 }

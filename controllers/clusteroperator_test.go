@@ -61,3 +61,21 @@ func TestStatusStartingAnUpgrade(t *testing.T) {
 	g.Expect(condition(co, configv1.OperatorAvailable)).To(HaveField("Message", "old"))
 	g.Expect(co.Status.Versions).To(ConsistOf(configv1.OperandVersion{Name: "operator", Version: "4.18.0"}))
 }
+
+// The operator's own namespace is related, once, beside the FeatureGate and
+// the namespaces a run applied into: must-gather collects the operator's
+// pods from there even when the payload applies into no namespace.
+func TestRelatedObjectsNameTheOperatorsNamespace(t *testing.T) {
+	g := NewWithT(t)
+	snap, _ := featuregatetest.New(configv1.Default).Snapshot()
+	s := &StatusReporter{Name: "featuregate-operator", FeatureGateName: "cluster", Namespace: "featuregate-operator-system"}
+	featureGate := configv1.ObjectReference{Group: configv1.GroupName, Resource: "featuregates", Name: "cluster"}
+	own := configv1.ObjectReference{Resource: "namespaces", Name: "featuregate-operator-system"}
+
+	st := &configv1.ClusterOperatorStatus{}
+	s.fill(st, snap, runStatus{})
+	g.Expect(st.RelatedObjects).To(Equal([]configv1.ObjectReference{featureGate, own}))
+
+	s.fill(st, snap, runStatus{namespaces: []string{"featuregate-operator-system", "openshift-cluster-api"}})
+	g.Expect(st.RelatedObjects).To(Equal([]configv1.ObjectReference{featureGate, own, {Resource: "namespaces", Name: "openshift-cluster-api"}}))
+}

@@ -84,6 +84,6 @@ func (a *Applier) restoreStatus(ctx context.Context) {
 		return
 	}
 	if _, err := a.Status.report(ctx, last.snap, last.status); err != nil {
-		a.log().Error(err, "ClusterOperator status not restored")
+		a.statusNotWritten(ctx, err, "ClusterOperator status not restored")
 	}
 }

@@ -114,12 +114,13 @@ func TestStartupHonoursRetryAfterUpToTheCap(t *testing.T) {
 		return append([]time.Time(nil), at...)
 	}
 	// An attempt the loaded machine answers late is hedged: reads less
-	// than half a second apart are one attempt.
+	// than half a second after an attempt's first read are that attempt.
+	// (Measured from the attempt's first read, not the previous read, so
+	// that the 100, 200, 400 ms backoff cannot pass as one attempt.)
 	attempts := func() []time.Time {
 		var starts []time.Time
-		all := times()
-		for i, read := range all {
-			if i == 0 || read.Sub(all[i-1]) >= 500*time.Millisecond {
+		for _, read := range times() {
+			if len(starts) == 0 || read.Sub(starts[len(starts)-1]) >= 500*time.Millisecond {
 				starts = append(starts, read)
 			}
 		}

@@ -75,8 +75,9 @@ func TestAPIOutage(t *testing.T) {
 // probe GETs a health path on the pod's probe port, as the kubelet does:
 // the status code, 0 when there is no answer.
 func probe(ctx context.Context, podIP, path string) (int, error) {
-	// The shipped liveness probe's own timeout: one slow answer on a
-	// loaded node is not a failed probe.
+	// As long as the shipped liveness probe waits: what these checks judge
+	// is the answer, and one slow answer on a loaded node is not a wrong
+	// one.
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:8081%s", podIP, path), nil)

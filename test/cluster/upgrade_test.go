@@ -116,8 +116,13 @@ func rollingUpgrade(t *testing.T, replicas int) {
 
 	// The monitor's informer may be a step behind the GET above; a
 	// violation, once recorded, stays.
+	g.Expect(m.Violations()).To(BeEmpty(), "origin's rules")
 	g.Eventually(func() []string { return m.Upgraded(b.version) }).WithTimeout(podTimeout).WithPolling(poll).Should(BeEmpty(), "origin's rules")
 	g.Expect(m.RelatedObjects(ctx)).To(BeEmpty(), "origin's rules: related objects")
+	co := &configv1.ClusterOperator{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: clusterOperator}, co)).To(Succeed())
+	g.Expect(co.Status.RelatedObjects).To(ContainElement(configv1.ObjectReference{Resource: "namespaces", Name: namespace}),
+		"the operator's own namespace, read from its pod, is related: must-gather collects its pods there")
 	ns := &corev1.Namespace{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: techPreviewNamespace}, ns)).To(Succeed(), "TechPreviewNoUpgrade objects present after the upgrade")
 	var managers []string

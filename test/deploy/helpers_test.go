@@ -86,7 +86,7 @@ func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []
 	t.Helper()
 	roles := map[string]*unstructured.Unstructured{}
 	for _, r := range ofKinds(objs, "ClusterRole", "Role") {
-		roles[r.GetKind()+"/"+r.GetName()] = r
+		roles[r.GetKind()+"/"+r.GetNamespace()+"/"+r.GetName()] = r
 	}
 	checked := 0
 	for _, b := range ofKinds(objs, "ClusterRoleBinding", "RoleBinding") {
@@ -95,7 +95,11 @@ func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []
 		}
 		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
 		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-		role, ok := roles[kind+"/"+name]
+		ns := b.GetNamespace() // a RoleBinding's Role is in its namespace
+		if kind == "ClusterRole" {
+			ns = ""
+		}
+		role, ok := roles[kind+"/"+ns+"/"+name]
 		if !ok {
 			continue
 		}
