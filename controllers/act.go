@@ -102,9 +102,7 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 	if a.halted(ctx) {
 		return false, false, errStopped
 	}
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(m.Object.GroupVersionKind())
-	err = a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
+	_, err = a.liveMetadata(ctx, m)
 	switch {
 	case err == nil:
 		return false, true, nil
@@ -123,6 +121,14 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 	return true, false, nil
 }
 
+// liveMetadata reads the metadata of m's object, live: whether it exists
+// and whether it is being deleted is all createOnly and delete ask.
+func (a *Applier) liveMetadata(ctx context.Context, m manifest.Manifest) (*metav1.PartialObjectMetadata, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(m.Object.GroupVersionKind())
+	return live, a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
+}
+
 // delete deletes the object, foreground, as the cluster-version-operator
 // does for release.openshift.io/delete: its dependents go first. An object
 // already gone, or being deleted, is what was asked for: it is looked up
@@ -131,9 +137,7 @@ func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
 	if a.halted(ctx) {
 		return errStopped
 	}
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(m.Object.GroupVersionKind())
-	err := a.Reader.Get(ctx, client.ObjectKeyFromObject(m.Object), live)
+	live, err := a.liveMetadata(ctx, m)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil

@@ -35,14 +35,14 @@ func (r RBAC) Objects() []any {
 // includes it (a restart may bring any of them in): get and patch (what
 // server-side apply does) by resourceNames, delete by resourceNames for
 // manifests marked for deletion (and no patch), no patch for create-only
-// manifests, and create, which RBAC
-// cannot restrict by name, for the resource in its namespace, or cluster-wide
-// for a cluster-scoped kind. Manifests that are applied need list there too:
-// a resync reads what it applied with one metadata-only list per kind and
-// namespace, which RBAC cannot restrict by name either. A manifest with
-// metadata.namespace is taken as namespaced; the operator checks that against
-// the server's RESTMapper when it applies. name names every object; subject is the ServiceAccount, with
-// no namespace (kustomize fills it in).
+// manifests, and create, which RBAC cannot restrict by name, for the
+// resource in its namespace, or cluster-wide for a cluster-scoped kind.
+// Manifests that are applied need list there too: a resync reads what it
+// applied with one metadata-only list per kind and namespace, which RBAC
+// cannot restrict by name either. A manifest with metadata.namespace is
+// taken as namespaced; the operator checks that against the server's
+// RESTMapper when it applies. name names every object; subject is the
+// ServiceAccount, with no namespace (kustomize fills it in).
 func RBACFor(ms []Manifest, name, subject string) RBAC {
 	// rules[namespace][group/resource] -> verbs -> names
 	type key struct{ group, resource string }

@@ -39,15 +39,21 @@ func parseApplied(l harness.Line) (appliedLine, error) {
 	return appliedLine{line: l, applied: f.Applied, failed: f.Failed, invalid: f.Invalid, excluded: f.Excluded, unchanged: f.Unchanged, duration: d}, nil
 }
 
-// firstRun waits for the operator's first `Manifests applied` line, and
-// checks that the run applied the included manifests and nothing failed;
-// it returns the run and the line's index.
-func firstRun(ctx context.Context, p *harness.Process, included int) (appliedLine, int, error) {
-	l, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
+// nextRun waits for the operator's first `Manifests applied` line at index
+// from or later, and returns the run it logs and the line's index.
+func nextRun(ctx context.Context, p *harness.Process, from int) (appliedLine, int, error) {
+	l, i, err := p.WaitLine(ctx, from, harness.Contains(`"Manifests applied"`))
 	if err != nil {
 		return appliedLine{}, i, err
 	}
 	a, err := parseApplied(l)
+	return a, i, err
+}
+
+// firstRun is the operator's first run, checked: it applied the included
+// manifests and nothing failed.
+func firstRun(ctx context.Context, p *harness.Process, included int) (appliedLine, int, error) {
+	a, i, err := nextRun(ctx, p, 0)
 	if err != nil {
 		return a, i, err
 	}
@@ -221,11 +227,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 	if l, ok := p.Log.Find(harness.Contains("Startup snapshot taken")); ok {
 		st.opSnap.add(first.At().Sub(l.At()))
 	}
-	second, _, err := p.WaitLine(ctx, i+1, harness.Contains(`"Manifests applied"`))
-	if err != nil {
-		return pl, err
-	}
-	a2, err := parseApplied(second)
+	a2, _, err := nextRun(ctx, p, i+1)
 	if err != nil {
 		return pl, err
 	}

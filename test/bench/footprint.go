@@ -43,11 +43,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return nil, nil, err
 	}
 	defer p.Stop(10 * time.Second)
-	first, i, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`))
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := parseApplied(first)
+	a, i, err := nextRun(ctx, p, 0)
 	if err != nil {
 		return nil, nil, err
 	}

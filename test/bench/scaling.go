@@ -16,8 +16,6 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // scalingSizes are the payload sizes of the scaling measurement, in
@@ -153,15 +151,12 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 	if err != nil {
 		return pt, err
 	}
-	second, _, err := p.WaitLine(ctx, i+1, harness.Contains(`"Manifests applied"`))
+	noop, _, err := nextRun(ctx, p, i+1)
 	if err != nil {
 		return pt, err
 	}
+	second := noop.line
 	w1, err := serverWrites(ctx, pl.cfg)
-	if err != nil {
-		return pt, err
-	}
-	noop, err := parseApplied(second)
 	if err != nil {
 		return pt, err
 	}

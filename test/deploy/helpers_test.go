@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -84,31 +86,31 @@ func installOperatorRBAC(ctx context.Context, t *testing.T, c client.Client) ser
 // every role bound to it: a process started earlier could be refused.
 func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured, sa serviceAccount) {
 	t.Helper()
-	roles := map[string]*unstructured.Unstructured{}
-	for _, r := range ofKinds(objs, "ClusterRole", "Role") {
-		roles[r.GetKind()+"/"+r.GetNamespace()+"/"+r.GetName()] = r
+	rules := map[string][]rbacv1.PolicyRule{} // by kind/namespace/name
+	for _, u := range ofKinds(objs, "ClusterRole", "Role") {
+		var r rbacv1.Role // a ClusterRole without aggregation has the same fields
+		convert(t, u, &r)
+		rules[u.GetKind()+"/"+r.Namespace+"/"+r.Name] = r.Rules
 	}
 	checked := 0
-	for _, b := range ofKinds(objs, "ClusterRoleBinding", "RoleBinding") {
-		if !bindsServiceAccount(b, sa) {
+	for _, u := range ofKinds(objs, "ClusterRoleBinding", "RoleBinding") {
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+		convert(t, u, &b)
+		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Name == sa.name && s.Namespace == sa.namespace
+		}) {
 			continue
 		}
-		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
-		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-		ns := b.GetNamespace() // a RoleBinding's Role is in its namespace
-		if kind == "ClusterRole" {
-			ns = ""
+		roleNamespace := b.Namespace // a RoleBinding's Role is in its namespace
+		if b.RoleRef.Kind == "ClusterRole" {
+			roleNamespace = ""
 		}
-		role, ok := roles[kind+"/"+ns+"/"+name]
-		if !ok {
+		bound := rules[b.RoleRef.Kind+"/"+roleNamespace+"/"+b.RoleRef.Name]
+		if len(bound) == 0 || len(bound[0].Resources) == 0 {
 			continue
 		}
-		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-		if len(rules) == 0 {
-			continue
-		}
-		rule, _ := rules[0].(map[string]any)
-		attrs := &authorizationv1.ResourceAttributes{Namespace: b.GetNamespace(), Verb: first(rule, "verbs"), Group: first(rule, "apiGroups"), Resource: first(rule, "resources")}
+		rule := bound[0]
+		attrs := &authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
 		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: sa.String(), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace}, ResourceAttributes: attrs,
@@ -118,7 +120,7 @@ func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []
 			}
 			return review.Status.Allowed, nil
 		}); err != nil {
-			t.Fatalf("%s not allowed %+v through %s %s: %v", sa, *attrs, b.GetKind(), b.GetName(), err)
+			t.Fatalf("%s not allowed %+v through %s %s: %v", sa, *attrs, u.GetKind(), b.Name, err)
 		}
 		checked++
 	}
@@ -126,27 +128,6 @@ func untilAuthorized(ctx context.Context, t *testing.T, c client.Client, objs []
 		t.Fatalf("no rendered binding grants %s a role", sa)
 	}
 	t.Logf("the authorizer allows %s the roles of %d bindings", sa, checked)
-}
-
-func bindsServiceAccount(b *unstructured.Unstructured, sa serviceAccount) bool {
-	subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-	for _, s := range subjects {
-		m, _ := s.(map[string]any)
-		if m["kind"] == "ServiceAccount" && m["name"] == sa.name && m["namespace"] == sa.namespace {
-			return true
-		}
-	}
-	return false
-}
-
-// first is the first string of a rule's list field, "" when it has none.
-func first(rule map[string]any, field string) string {
-	l, _ := rule[field].([]any)
-	if len(l) == 0 {
-		return ""
-	}
-	s, _ := l[0].(string)
-	return s
 }
 
 // tokenConfig mints a token for sa with the TokenRequest API, as the kubelet

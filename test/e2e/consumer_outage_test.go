@@ -47,10 +47,8 @@ func TestConsumerChangeJustAfterOutage(t *testing.T) {
 	lane(t)
 	const rounds = 20
 	bin := buildConsumer(t)
-	cp := startControlPlane(t, nil)
-	c := harness.Client(t, cp.Config)
 	enabled := true
-	setUpConsumerCluster(t, c, enabled)
+	cp, c := startConsumerCluster(t, enabled)
 	kc := harness.Kubeconfig(t, cp.Config)
 	// Asks whether the API server answers, each attempt short, so that the
 	// first answer is seen at once.

@@ -97,11 +97,14 @@ func consumerOptions(t *testing.T, name, bin, kubeconfig string, args ...string)
 	}, args...)}
 }
 
-// setUpConsumerCluster creates the FeatureGate (consumerGate enabled or
-// not, for consumerVersion) and a ConfigMap labelled app=consumer in
-// "default".
-func setUpConsumerCluster(t *testing.T, c client.Client, gateEnabled bool) {
+// startConsumerCluster starts a control plane for the consumer, stopped
+// when t ends, with the FeatureGate (consumerGate enabled or not, for
+// consumerVersion) and a ConfigMap labelled app=consumer in "default"; it
+// returns the control plane and an admin client.
+func startConsumerCluster(t *testing.T, gateEnabled bool) (*controlplane.ControlPlane, client.Client) {
 	t.Helper()
+	cp := startControlPlane(t, nil)
+	c := harness.Client(t, cp.Config)
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, func(fg *configv1.FeatureGate) {
 		fg.Status.FeatureGates = []configv1.FeatureGateDetails{consumerGates(gateEnabled)}
 	}))
@@ -109,6 +112,7 @@ func setUpConsumerCluster(t *testing.T, c client.Client, gateEnabled bool) {
 	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatalf("create ConfigMap: %v", err)
 	}
+	return cp, c
 }
 
 // consumerGates is the status entry for consumerVersion: consumerGate
@@ -183,10 +187,7 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	bin := buildConsumer(t)
-
-	cp := startControlPlane(t, nil)
-	c := harness.Client(t, cp.Config)
-	setUpConsumerCluster(t, c, true)
+	cp, c := startConsumerCluster(t, true)
 	bystander := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bystander"}}
 	g.Expect(c.Create(t.Context(), bystander)).To(Succeed())
 	kc := harness.Kubeconfig(t, cp.Config)
@@ -243,9 +244,7 @@ func TestConsumerPlaceholderVersion(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)
 	bin := buildConsumer(t)
-	cp := startControlPlane(t, nil)
-	c := harness.Client(t, cp.Config)
-	setUpConsumerCluster(t, c, true)
+	cp, c := startConsumerCluster(t, true)
 
 	o := harness.StartT(t, consumerOptions(t, "consumer", bin, harness.Kubeconfig(t, cp.Config), "--release-version=0.0.1-snapshot"))
 	g.Eventually(o.ReadyzReason).WithTimeout(readyTimeout).Should(And(ContainSubstring(logNotReadYet), ContainSubstring("get ClusterVersion version")))

@@ -352,20 +352,20 @@ const logLag = 10 * time.Second
 // just before an observable effect (readiness, an object written) can still
 // be in the pipe when the test sees the effect, so Logged waits up to
 // logLag for it rather than reading Log once.
-func (p *Process) Logged(m Match) error {
-	ctx, cancel := context.WithTimeout(context.Background(), logLag)
-	defer cancel()
-	_, _, err := p.WaitLine(ctx, 0, m)
-	return err
-}
+func (p *Process) Logged(m Match) error { return p.loggedWithin(m, logLag) }
 
 // WaitForLog waits up to timeout for a line containing substr.
 func (p *Process) WaitForLog(substr string, timeout time.Duration) error {
+	return p.loggedWithin(Contains(substr), timeout)
+}
+
+// loggedWithin waits up to timeout for a line m selects.
+func (p *Process) loggedWithin(m Match, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, _, err := p.WaitLine(ctx, 0, Contains(substr))
+	_, _, err := p.WaitLine(ctx, 0, m)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: no log line containing %q after %s%s", p.Name, substr, timeout, p.seeLog())
+		return fmt.Errorf("%s: no log line %s after %s%s", p.Name, m, timeout, p.seeLog())
 	}
 	return err
 }
