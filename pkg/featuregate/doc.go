@@ -22,7 +22,8 @@
 // exits 0, and its restart reads the new value.
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
-// Enabled, and checks Current before each action. Current is false whenever
+// Enabled, and checks Current right before each action (the write), since
+// the view can change while Reconcile runs. Current is false whenever
 // the guard cannot vouch that the snapshot still holds (before it is taken,
 // while the API is in trouble, once a stop is requested); the answer then
 // is to requeue, never to act. Unit tests give such code a

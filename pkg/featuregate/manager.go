@@ -42,7 +42,8 @@ import (
 //
 // The manager also gets config.openshift.io/v1 in its scheme (the
 // client-go scheme too when opts.Scheme is nil, as kubebuilder scaffolds),
-// a cache of the one FeatureGate, the readiness check CheckName, watch
+// a cache of the one FeatureGate, the readiness check CheckName (served
+// on opts.HealthProbeBindAddress, which is off unless set), watch
 // errors reported to the guard, and LeaderElectionReleaseOnCancel, so that
 // the replacement takes over without waiting out the lease. NewManager may
 // be called once per guard.

@@ -30,8 +30,9 @@ type Gates struct {
 var _ featuregate.Gates = &Gates{}
 
 // New returns Gates whose snapshot has featureSet ("" is Default) and
-// exactly the gates enabled listed, read the way the guard reads a
-// FeatureGate; it is current and no stop is requested.
+// exactly the gates enabled listed, whatever the feature set: they are
+// written into a status.featureGates entry for Version and read the way
+// the guard reads a FeatureGate. It is current and no stop is requested.
 func New(featureSet configv1.FeatureSet, enabled ...configv1.FeatureGateName) *Gates {
 	fg := &configv1.FeatureGate{}
 	fg.Name = "cluster"
