@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 )
 
 // apiSource reads the FeatureGate from the API server, live: a GET for a
@@ -33,17 +36,75 @@ type apiSource struct {
 	establish time.Duration
 }
 
-func newAPISource(cfg *rest.Config, name string) (*apiSource, error) {
-	rc, err := configClient(cfg)
+func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSource, error) {
+	hc, err := ownConnection(cfg, bound)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := configClientFor(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
 	return &apiSource{rc: rc, name: name, establish: 2 * time.Second}, nil
 }
 
+// ownConnection is an HTTP client for the guard's reads alone, on a
+// connection of its own that is health-checked at the freshness bound: a
+// dead connection is dropped after two bounds without a frame, and the next
+// read dials again (through a balancer, perhaps to another API server).
+// client-go's shared connections are checked after 30 s of silence and
+// dropped 15 s later, and the manager's traffic on them could keep a
+// connection that carries nothing for us looking alive. A caller's own
+// Transport is used as it is.
+func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, error) {
+	if cfg.Transport != nil {
+		return rest.HTTPClientFor(cfg)
+	}
+	tc, err := cfg.TransportConfig()
+	if err != nil {
+		return nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+	}
+	tlsConfig, err := transport.TLSConfigFor(tc)
+	if err != nil {
+		return nil, fmt.Errorf("TLS for the FeatureGate reads: %w", err)
+	}
+	dial := (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext
+	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
+		dial = tc.DialHolder.Dial
+	}
+	proxy := http.ProxyFromEnvironment
+	if tc.Proxy != nil {
+		proxy = tc.Proxy
+	}
+	rt, err := transport.HTTPWrappersForConfig(tc, &http.Transport{
+		Proxy:               proxy,
+		DialContext:         dial,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: bound,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  tc.DisableCompression,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: bound, PingTimeout: bound},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+	}
+	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, nil
+}
+
 // configClient reads config.openshift.io/v1 objects live, without retries
 // of its own (see apiSource).
 func configClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config.openshift.io client: %w", err)
+	}
+	return configClientFor(cfg, hc)
+}
+
+// configClientFor is configClient on the HTTP client hc.
+func configClientFor(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error) {
 	scheme := runtime.NewScheme()
 	if err := configv1.Install(scheme); err != nil {
 		return nil, err
@@ -52,7 +113,7 @@ func configClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	cfg.APIPath = "/apis"
 	cfg.GroupVersion = &configv1.GroupVersion
 	cfg.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
-	rc, err := rest.RESTClientFor(cfg)
+	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("config.openshift.io client: %w", err)
 	}

@@ -79,7 +79,7 @@ func (l liveGetter) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 
 // NewLiveGetter is a Getter on the API source's REST client for cfg.
 func NewLiveGetter(cfg *rest.Config) (Getter, error) {
-	src, err := newAPISource(cfg, defaultName)
+	src, err := newAPISource(cfg, defaultName, Defaults().FreshnessBound)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func NewLiveGetter(cfg *rest.Config) (Getter, error) {
 
 // APIRead is the API source's read of FeatureGate name, as the guard does it.
 func APIRead(cfg *rest.Config, name string) (func(context.Context) (*configv1.FeatureGate, error), error) {
-	src, err := newAPISource(cfg, name)
+	src, err := newAPISource(cfg, name, Defaults().FreshnessBound)
 	if err != nil {
 		return nil, err
 	}

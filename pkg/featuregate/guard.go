@@ -83,7 +83,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	var src source
 	if opts.File != "" {
 		src = newFileSource(opts.File, 0, 0)
-	} else if src, err = newAPISource(cfg, opts.Name); err != nil {
+	} else if src, err = newAPISource(cfg, opts.Name, opts.FreshnessBound); err != nil {
 		return nil, err
 	}
 	events, err := newEventClient(cfg)
@@ -111,7 +111,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	g.startup.versions = versions
 	g.comparison = &comparison{startup: g.startup, stopper: g.stopper, watched: sets.New(opts.WatchedGates...),
 		events: writer, metrics: m, log: opts.Logger}
-	g.monitor = &monitor{src: src, name: opts.Name, alarm: g.alarm, comparison: g.comparison, log: opts.Logger}
+	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	g.restConfig = rest.CopyConfig(cfg)
 	g.restConfig.Wrap(g.alarm.wrapTransport)
 	return g, nil

@@ -893,7 +893,9 @@ func TestGuardMonitorReadsLiveAfterAlarm(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
-	gd := newGuard(t, featuregate.Options{Name: name})
+	// A bound longer than the test: the freshness reads (every half bound)
+	// would otherwise see the change without the alarm.
+	gd := newGuard(t, featuregate.Options{Name: name, FreshnessBound: time.Hour})
 	featuregate.DeafenMonitor(gd.guard)
 	var mu sync.Mutex
 	reads := 0

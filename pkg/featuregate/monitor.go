@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,18 @@ type monitor struct {
 	alarm      alarm
 	comparison *comparison
 	log        logr.Logger
+	// prover keeps the proof with a deadline that Current needs besides a
+	// followed source.
+	prover *prover
 
 	current atomic.Bool
+}
+
+func newMonitor(src source, name string, a alarm, c *comparison, bound time.Duration, log logr.Logger) *monitor {
+	m := &monitor{src: src, name: name, alarm: a, comparison: c, log: log}
+	m.prover = &prover{freshness: newFreshness(bound), read: func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) }, name: name, log: log,
+		compare: func(ctx context.Context, fg *configv1.FeatureGate) bool { return c.compare(ctx, fg, "freshness") }}
+	return m
 }
 
 // NeedLeaderElection is false: every replica guards its own snapshot.
@@ -47,6 +58,7 @@ func (m *monitor) Start(ctx context.Context) error {
 		case <-m.alarm:
 		default:
 		}
+		sent := time.Now()
 		fg, err := hedgedRead(ctx, m.src.read, time.Second)
 		if errors.Is(err, errNotFound) {
 			// Deleted: the FeatureGate controller reports it, and the
@@ -66,6 +78,10 @@ func (m *monitor) Start(ctx context.Context) error {
 				return nil
 			}
 			continue
+		}
+		if fg.ResourceVersion != "" {
+			m.prover.proven(sent)
+			m.prover.recovered(fg.ResourceVersion)
 		}
 		if lost {
 			m.log.Info("FeatureGate read again; its view is current", "featureGate", m.name, "resourceVersion", fg.ResourceVersion)
@@ -90,12 +106,28 @@ func (m *monitor) Start(ctx context.Context) error {
 
 // follow follows the source until it loses track or the alarm is raised:
 // a failed request of the manager may be the first sign of an outage that
-// has not ended the watch yet.
+// has not ended the watch yet. Beside it the prover keeps the proof fresh,
+// and a change its reads find ends it too.
 func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	// Neither goroutine outlives follow: the next read's view is the only
+	// one that may mark the monitor current.
+	defer func() {
+		cancel()
+		wg.Wait()
+		m.current.Store(false)
+	}()
+	done := make(chan error, 2)
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
+		if m.prover.run(ctx) {
+			done <- nil // a change: the comparison asked for the stop
+		}
+	}()
+	go func() {
+		defer wg.Done()
 		done <- m.src.follow(ctx, from, func() { m.current.Store(true) }, func(fg *configv1.FeatureGate) bool {
 			changed := m.comparison.compare(ctx, fg, "verify")
 			if changed {
@@ -106,18 +138,15 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 	}()
 	select {
 	case err := <-done:
-		m.current.Store(false)
 		return err
 	case <-m.alarm:
-		m.current.Store(false)
-		cancel()
-		<-done
 		return errAlarm
 	}
 }
 
-// Current reports whether the source is followed now.
-func (m *monitor) Current() bool { return m.current.Load() }
+// Current reports whether the source is followed now, on proof younger than
+// the freshness bound.
+func (m *monitor) Current() bool { return m.current.Load() && m.prover.fresh() }
 
 var errAlarm = errors.New("a request or watch of the manager failed")
 

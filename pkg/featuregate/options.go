@@ -60,6 +60,13 @@ type Options struct {
 	// long without a snapshot, for those who prefer a crash loop. Zero: wait
 	// for ever.
 	InitialFetchTimeout time.Duration
+	// FreshnessBound is how old the guard's proof that the FeatureGate still
+	// matches the snapshot may be while Current answers true. Proof is a
+	// consistent read, sent every half bound, that matched: only an API
+	// server that still reaches etcd answers one, so a silent link, a
+	// frozen API server or one cut off from etcd turns Current false within
+	// the bound. Reads slower than half the bound make it lapse too.
+	FreshnessBound time.Duration
 	// ResyncPeriod re-runs the FeatureGate controller's comparison without
 	// an event.
 	ResyncPeriod time.Duration
@@ -78,6 +85,7 @@ func Defaults() Options {
 		Name:             defaultName,
 		VersionMarker:    defaultVersionMarker,
 		BackoffCap:       2 * time.Second,
+		FreshnessBound:   2 * time.Second,
 		ResyncPeriod:     3 * time.Minute,
 		CacheSyncTimeout: 2 * time.Minute,
 	}
@@ -108,6 +116,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Registry = ctrlmetrics.Registry
 	}
 	o.BackoffCap = orDefault(o.BackoffCap, d.BackoffCap)
+	o.FreshnessBound = orDefault(o.FreshnessBound, d.FreshnessBound)
 	o.ResyncPeriod = orDefault(o.ResyncPeriod, d.ResyncPeriod)
 	o.CacheSyncTimeout = orDefault(o.CacheSyncTimeout, d.CacheSyncTimeout)
 	if o.Logger.GetSink() == nil {
