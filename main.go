@@ -134,6 +134,7 @@ func guardOptions(cfg *v1alpha1.OperatorConfig) featuregate.Options {
 		InitialFetchTimeout: cfg.InitialFetchTimeout.Duration,
 		ResyncPeriod:        cfg.ResyncPeriod.Duration,
 		CacheSyncTimeout:    cfg.CacheSyncTimeout.Duration,
+		FreshnessBound:      cfg.FeatureGateFreshnessBound.Duration,
 	}
 }
 
@@ -189,6 +190,7 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 			Version:         cfg.ReleaseVersion,
 			FeatureGateName: cfg.FeatureGateName,
 			Namespace:       ownNamespace(serviceAccountNamespaceFile),
+			Gates:           guard,
 		},
 		Dir:               cfg.ManifestsDir,
 		Scan:              manifest.Options{MaxFileSize: cfg.MaxManifestSize.Value()},

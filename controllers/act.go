@@ -88,7 +88,7 @@ func (a *Applier) apply(ctx context.Context, m manifest.Manifest, rs *resync) (u
 	if m.Object.GetAnnotations()[ForceAnnotation] == "true" {
 		opts = append(opts, client.ForceOwnership)
 	}
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Object), opts...); err != nil {
+	if err := a.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Object), opts...); err != nil {
 		return false, a.failed(ctx, m, "apply", err)
 	}
 	rs.applied(m.Object) // the response
@@ -112,7 +112,7 @@ func (a *Applier) createOnly(ctx context.Context, m manifest.Manifest) (created,
 	if a.halted(ctx) {
 		return false, false, errStopped
 	}
-	if err := a.Client.Create(ctx, m.Object.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
+	if err := a.writer().Create(ctx, m.Object.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return false, true, nil // created by someone else meanwhile: theirs
 		}
@@ -153,17 +153,24 @@ func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
 	obj.SetGroupVersionKind(m.Object.GroupVersionKind())
 	obj.SetNamespace(m.Object.GetNamespace())
 	obj.SetName(m.Object.GetName())
-	err = a.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	err = a.writer().Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return a.failed(ctx, m, "delete", err)
 	}
 	return nil
 }
 
-// failed wraps a request's error, or tells it apart as the stop's doing.
+// writer is the Applier's client for writes: each asks the guard first.
+func (a *Applier) writer() client.Client { return guardWrites(a.Client, a.FeatureGate) }
+
+// failed wraps a request's error, or tells it apart as the stop's doing or
+// as a write the guard held back.
 func (a *Applier) failed(ctx context.Context, m manifest.Manifest, verb string, err error) error {
 	if a.halted(ctx) {
 		return errStopped
+	}
+	if errors.Is(err, errNotCurrent) {
+		return err
 	}
 	ApplyFailures.Inc()
 	return fmt.Errorf("%s: %s: %w", m, verb, err)

@@ -142,6 +142,15 @@ func (a *Applier) Start(ctx context.Context) error {
 	retry := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: a.ResyncPeriod}
 	for {
 		run := a.Apply(ctx, snap)
+		if run.Postponed && !run.Aborted {
+			// Nothing is reported of a run cut short for want of proof:
+			// the next one, once the guard vouches again, is.
+			log.Info("FeatureGate view not current; run postponed", "applied", len(run.Applied), "retryIn", postponedRetry.String())
+			if !a.wait(ctx, snap, postponedRetry) {
+				return nil
+			}
+			continue
+		}
 		if run.Aborted {
 			if stopped(a.FeatureGate) {
 				log.Info("Stop requested; no more manifests are applied", "applied", len(run.Applied), "deleted", len(run.Deleted))
@@ -252,7 +261,8 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	var mu sync.Mutex
 	for _, group := range manifest.Groups(work) {
 		if !a.stillCurrent(ctx) {
-			run.Aborted = true
+			run.Aborted = a.halted(ctx)
+			run.Postponed = !run.Aborted
 			break
 		}
 		sem := make(chan struct{}, max(a.Parallelism, 1))
@@ -269,11 +279,14 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 			}()
 		}
 		wg.Wait()
+		if run.Postponed {
+			break
+		}
 	}
 	if ctx.Err() != nil { // a stop, or the manager's end: not a run to report
 		run.Aborted = true
 	}
-	if !run.Aborted {
+	if !run.Aborted && !run.Postponed {
 		a.mu.Lock()
 		a.applied = rs.next
 		a.mu.Unlock()
@@ -313,6 +326,9 @@ func (a *Applier) stillCurrent(ctx context.Context) bool {
 	}
 	return err == nil
 }
+
+// postponedRetry is how soon a postponed run is made again.
+const postponedRetry = time.Second
 
 // currentWait is how long a run level waits for the guard to vouch for the
 // snapshot again: a re-read takes a round trip or two.
@@ -361,6 +377,10 @@ func (a *Applier) statusNotWritten(ctx context.Context, err error, msg string) {
 	log := a.log().WithValues("clusterOperator", a.Status.Name)
 	if ctx.Err() != nil {
 		log.Info(msg+"; stopping", "error", err.Error())
+		return
+	}
+	if errors.Is(err, errNotCurrent) {
+		log.Info(msg+"; FeatureGate view not current", "error", err.Error())
 		return
 	}
 	log.Error(err, msg)

@@ -50,7 +50,12 @@ type StatusReporter struct {
 	// object, so that must-gather collects the operator's own pods and
 	// their logs, as OpenShift's monitor tests require of every operator.
 	Namespace string
+	// Gates, when set, is asked before every write (see guardWrites): no
+	// status is written on a snapshot the guard cannot vouch for.
+	Gates featuregate.Gates
 }
+
+func (s *StatusReporter) writer() client.Client { return guardWrites(s.Client, s.Gates) }
 
 // Report writes the ClusterOperator status for one apply run of snap.
 func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, run Run) (*configv1.ClusterOperator, error) {
@@ -77,7 +82,7 @@ func (s *StatusReporter) Starting(ctx context.Context) error {
 		}
 		setCondition(&co.Status, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
 			fmt.Sprintf("Moving from version %s to %s: applying the payload", from, s.Version))
-		return s.Client.Status().Update(ctx, co)
+		return s.writer().Status().Update(ctx, co)
 	})
 	if err != nil {
 		return fmt.Errorf("ClusterOperator %s: %w", s.Name, err)
@@ -103,7 +108,7 @@ func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, 
 				return err
 			}
 			co = &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
-			if err := s.Client.Create(ctx, co); err != nil {
+			if err := s.writer().Create(ctx, co); err != nil {
 				return err
 			}
 		}
@@ -113,7 +118,7 @@ func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, 
 			return nil
 		}
 		co.Status = *want
-		return s.Client.Status().Update(ctx, co)
+		return s.writer().Status().Update(ctx, co)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ClusterOperator %s: %w", s.Name, err)

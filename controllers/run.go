@@ -41,6 +41,10 @@ type Run struct {
 	// Aborted is set when a stop was requested, the FeatureGate no longer
 	// matches the snapshot, or ctx ended, before the run finished.
 	Aborted bool
+	// Postponed is set when the guard could not vouch for the snapshot
+	// before a write (its proof older than the freshness bound): what was
+	// left is not sent, and the run is made again once it can.
+	Postponed bool
 }
 
 // outcome is what one action did.
@@ -58,6 +62,8 @@ type outcome struct {
 func (r *Run) add(o outcome, err error) {
 	switch {
 	case errors.Is(err, errStopped):
+	case errors.Is(err, errNotCurrent):
+		r.Postponed = true
 	case err != nil:
 		r.Failed = append(r.Failed, err)
 	case o.deleted:

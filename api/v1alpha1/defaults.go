@@ -32,7 +32,13 @@ const (
 	DefaultResyncPeriod           = 3 * time.Minute
 	DefaultInitialFetchBackoffCap = 2 * time.Second
 	DefaultCacheSyncTimeout       = 2 * time.Minute
+	DefaultFreshnessBound         = 2 * time.Second
 )
+
+// MinFreshnessBound is the shortest featureGateFreshnessBound: the guard
+// sends a consistent read every half bound, and a round trip to etcd must
+// fit in the other half.
+const MinFreshnessBound = 200 * time.Millisecond
 
 // Default values of the other OperatorConfig fields.
 const (
@@ -71,6 +77,7 @@ func SetDefaults_OperatorConfig(cfg *OperatorConfig) { //nolint:revive,staticche
 	defaultDuration(&cfg.InitialFetchBackoffCap, DefaultInitialFetchBackoffCap)
 	defaultDuration(&cfg.InitialFetchTimeout, DefaultInitialFetchTimeout)
 	defaultDuration(&cfg.CacheSyncTimeout, DefaultCacheSyncTimeout)
+	defaultDuration(&cfg.FeatureGateFreshnessBound, DefaultFreshnessBound)
 	if cfg.LeaderElection.ResourceName == "" {
 		cfg.LeaderElection.ResourceName = DefaultLeaderElectionResourceID
 	}

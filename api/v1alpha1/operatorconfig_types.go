@@ -110,6 +110,13 @@ type OperatorConfig struct {
 	// +optional
 	InitialFetchTimeout metav1.Duration `json:"initialFetchTimeout,omitempty"`
 
+	// featureGateFreshnessBound is how old the guard's proof that the
+	// FeatureGate still matches the startup snapshot may be while the
+	// operator acts on it: no manifest is applied and no status written on
+	// older proof. Default (also when 0): 2s.
+	// +optional
+	FeatureGateFreshnessBound metav1.Duration `json:"featureGateFreshnessBound,omitempty"`
+
 	// cacheSyncTimeout bounds how long a controller waits for its caches to
 	// sync. Default (also when 0): 2m.
 	// +optional

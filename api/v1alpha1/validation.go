@@ -79,6 +79,7 @@ func (c *OperatorConfig) Validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("initialFetchTimeout"), c.InitialFetchTimeout.Duration.String(), "must not be negative (0 means no timeout)"))
 	}
 	errs = append(errs, validatePositiveDuration(field.NewPath("cacheSyncTimeout"), c.CacheSyncTimeout)...)
+	errs = append(errs, validateMinDuration(field.NewPath("featureGateFreshnessBound"), c.FeatureGateFreshnessBound, MinFreshnessBound)...)
 
 	le := field.NewPath("leaderElection")
 	if ns := c.LeaderElection.ResourceNamespace; ns != "" {

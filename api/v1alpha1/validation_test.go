@@ -92,6 +92,7 @@ func TestValidate(t *testing.T) {
 		{"initialFetchBackoffCap negative", func(c *OperatorConfig) { c.InitialFetchBackoffCap = dur(-1) }, []want{{"initialFetchBackoffCap", field.ErrorTypeInvalid}}},
 		{"initialFetchTimeout zero is forever", func(c *OperatorConfig) { c.InitialFetchTimeout = dur(0) }, nil},
 		{"initialFetchTimeout negative", func(c *OperatorConfig) { c.InitialFetchTimeout = dur(-time.Second) }, []want{{"initialFetchTimeout", field.ErrorTypeInvalid}}},
+		{"featureGateFreshnessBound below the minimum", func(c *OperatorConfig) { c.FeatureGateFreshnessBound = dur(100 * time.Millisecond) }, []want{{"featureGateFreshnessBound", field.ErrorTypeInvalid}}},
 		{"cacheSyncTimeout zero", func(c *OperatorConfig) { c.CacheSyncTimeout = dur(0) }, []want{{"cacheSyncTimeout", field.ErrorTypeInvalid}}},
 		{"cacheSyncTimeout negative", func(c *OperatorConfig) { c.CacheSyncTimeout = dur(-time.Second) }, []want{{"cacheSyncTimeout", field.ErrorTypeInvalid}}},
 

@@ -95,6 +95,7 @@ func (in *OperatorConfig) DeepCopyInto(out *OperatorConfig) {
 	out.GracefulShutdownTimeout = in.GracefulShutdownTimeout
 	out.InitialFetchBackoffCap = in.InitialFetchBackoffCap
 	out.InitialFetchTimeout = in.InitialFetchTimeout
+	out.FeatureGateFreshnessBound = in.FeatureGateFreshnessBound
 	out.CacheSyncTimeout = in.CacheSyncTimeout
 	out.LeaderElection = in.LeaderElection
 	in.Metrics.DeepCopyInto(&out.Metrics)

@@ -46,6 +46,7 @@ const (
 	FlagInitialFetchBackoffCap  = "initial-fetch-backoff-cap"
 	FlagInitialFetchTimeout     = "initial-fetch-timeout"
 	FlagCacheSyncTimeout        = "cache-sync-timeout"
+	FlagFreshnessBound          = "featuregate-freshness-bound"
 	FlagLeaderElect             = "leader-elect"
 	FlagLeaderElectionNamespace = "leader-election-namespace"
 	FlagLeaderElectionID        = "leader-election-id"
@@ -94,6 +95,8 @@ var flagSpecs = []flagSpec{
 		func(c *v1alpha1.OperatorConfig) any { return &c.InitialFetchTimeout.Duration }},
 	{FlagCacheSyncTimeout, "cacheSyncTimeout", "How long a controller waits for its caches to sync.",
 		func(c *v1alpha1.OperatorConfig) any { return &c.CacheSyncTimeout.Duration }},
+	{FlagFreshnessBound, "featureGateFreshnessBound", "How old the proof that the FeatureGate still matches the snapshot may be while the operator acts on it.",
+		func(c *v1alpha1.OperatorConfig) any { return &c.FeatureGateFreshnessBound.Duration }},
 	{FlagLeaderElect, "leaderElection.leaderElect", "Enable leader election, so that only one replica is active.",
 		func(c *v1alpha1.OperatorConfig) any { return &c.LeaderElection.LeaderElect }},
 	{FlagLeaderElectionNamespace, "leaderElection.resourceNamespace", "Namespace of the leader election Lease (empty: the manager's namespace).",

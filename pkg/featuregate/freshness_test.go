@@ -64,7 +64,7 @@ func TestGuardCurrentNeedsFreshProof(t *testing.T) {
 
 	released := time.Now()
 	hold.Store(false)
-	g.Eventually(gd.guard.Current).WithPolling(5*time.Millisecond).WithTimeout(5 * time.Second).Should(BeTrue())
+	g.Eventually(gd.guard.Current).WithPolling(5 * time.Millisecond).WithTimeout(5 * time.Second).Should(BeTrue())
 	t.Logf("lapsed %s after the reads were held; current again %s after they were answered", lapsed.Sub(held), time.Since(released))
 	_, _, err = gd.log.Wait(testContext(t), 0, logProven)
 	g.Expect(err).NotTo(HaveOccurred())

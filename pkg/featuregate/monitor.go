@@ -19,9 +19,11 @@ import (
 // it follows is the view current: Guard.Current answers false from the
 // moment it loses track (a watch ends, the API is in trouble, the file
 // vanishes) until a new read has been compared and the source is followed
-// again. While it cannot read it retries every retryInterval, so a change
-// made during an outage, or just after it, is seen within about that long of
-// being readable, whatever client-go's backoff would do.
+// again, and besides it holds proof with a deadline (see freshness). While
+// it cannot read it retries every retryInterval, or every dialRetryInterval
+// while no server answers, so a change made during an outage, or just after
+// it, is seen within about that long of being readable, whatever
+// client-go's backoff would do.
 type monitor struct {
 	src        source
 	name       string
@@ -70,11 +72,18 @@ func (m *monitor) Start(ctx context.Context) error {
 		}
 		if err != nil {
 			lost = true
+			// A read that reached no server costs it nothing: read again
+			// soon, so that a change made during an outage is seen as soon
+			// as the API answers again, as the startup read does.
+			wait := retryInterval
+			if isDialError(err) || isStarting(err) {
+				wait = dialRetryInterval
+			}
 			if failures, ok := quiet.due(err, time.Now()); ok {
 				m.log.Info("FeatureGate not read; its view is not current, retrying", "featureGate", m.name,
-					"failures", failures, "retryIn", retryInterval.String(), "error", err.Error())
+					"failures", failures, "retryIn", wait.String(), "error", err.Error())
 			}
-			if !sleep(ctx, retryInterval) {
+			if !sleep(ctx, wait) {
 				return nil
 			}
 			continue
