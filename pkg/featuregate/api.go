@@ -31,13 +31,16 @@ import (
 type apiSource struct {
 	rc   *rest.RESTClient
 	name string
+	// conns holds the source's own connections (see ownConnection); nil
+	// when the caller's Transport is used.
+	conns *http.Transport
 	// establish bounds how long a list or watch may take to be answered: a starting
 	// kube-apiserver can hold requests for seconds.
 	establish time.Duration
 }
 
 func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSource, error) {
-	hc, err := ownConnection(cfg, bound)
+	hc, conns, err := ownConnection(cfg, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +48,13 @@ func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSourc
 	if err != nil {
 		return nil, err
 	}
-	return &apiSource{rc: rc, name: name, establish: 2 * time.Second}, nil
+	return &apiSource{rc: rc, name: name, conns: conns, establish: 2 * time.Second}, nil
+}
+
+func (a *apiSource) reconnect() {
+	if a.conns != nil {
+		a.conns.CloseIdleConnections()
+	}
 }
 
 // ownConnection is an HTTP client for the guard's reads alone, on a
@@ -56,17 +65,18 @@ func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSourc
 // dropped 15 s later, and the manager's traffic on them could keep a
 // connection that carries nothing for us looking alive. A caller's own
 // Transport is used as it is.
-func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, error) {
+func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, *http.Transport, error) {
 	if cfg.Transport != nil {
-		return rest.HTTPClientFor(cfg)
+		hc, err := rest.HTTPClientFor(cfg)
+		return hc, nil, err
 	}
 	tc, err := cfg.TransportConfig()
 	if err != nil {
-		return nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
 	}
 	tlsConfig, err := transport.TLSConfigFor(tc)
 	if err != nil {
-		return nil, fmt.Errorf("TLS for the FeatureGate reads: %w", err)
+		return nil, nil, fmt.Errorf("TLS for the FeatureGate reads: %w", err)
 	}
 	dial := (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext
 	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
@@ -76,7 +86,7 @@ func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, error) 
 	if tc.Proxy != nil {
 		proxy = tc.Proxy
 	}
-	rt, err := transport.HTTPWrappersForConfig(tc, &http.Transport{
+	conns := &http.Transport{
 		Proxy:               proxy,
 		DialContext:         dial,
 		TLSClientConfig:     tlsConfig,
@@ -86,11 +96,12 @@ func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, error) 
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  tc.DisableCompression,
 		HTTP2:               &http.HTTP2Config{SendPingTimeout: bound, PingTimeout: bound},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
 	}
-	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, nil
+	rt, err := transport.HTTPWrappersForConfig(tc, conns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+	}
+	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, conns, nil
 }
 
 // configClient reads config.openshift.io/v1 objects live, without retries

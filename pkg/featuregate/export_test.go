@@ -42,6 +42,8 @@ func (s getterSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
 	return fg, nil
 }
 
+func (s getterSource) reconnect() {}
+
 func (s getterSource) follow(context.Context, *configv1.FeatureGate, func(), func(*configv1.FeatureGate) bool) error {
 	return errors.New("a test getter cannot follow")
 }
@@ -161,6 +163,8 @@ func (h hookedSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
 	}
 	return h.wrapRead(h.source.read)(ctx)
 }
+
+func (h hookedSource) reconnect() { h.source.reconnect() }
 
 func (h hookedSource) follow(ctx context.Context, from *configv1.FeatureGate, following func(), seen func(*configv1.FeatureGate) bool) error {
 	if !h.deaf {

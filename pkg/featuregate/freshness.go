@@ -93,9 +93,14 @@ type proof struct {
 	err  error
 }
 
-// run proves until ctx ends, or until a read finds a change (it returns
-// true then).
-func (p *prover) run(ctx context.Context) bool {
+// errLapsed ends the monitor's follow when the proof lapsed: the watch it
+// follows may be as dead as the reads, and reading again on a new
+// connection is the way back.
+var errLapsed = errors.New("freshness proof lapsed")
+
+// run proves until ctx ends, a read finds a change (it returns nil then:
+// the comparison asked for the stop), or the proof lapses (errLapsed).
+func (p *prover) run(ctx context.Context) error {
 	results := make(chan proof, 1)
 	send := func() {
 		sent := time.Now()
@@ -118,7 +123,7 @@ func (p *prover) run(ctx context.Context) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return ctx.Err()
 		case <-next.C:
 			if !inFlight {
 				inFlight = true
@@ -128,14 +133,14 @@ func (p *prover) run(ctx context.Context) bool {
 			inFlight = false
 			next.Reset(max(time.Until(r.sent.Add(p.period())), 0))
 			if ctx.Err() != nil {
-				return false
+				return ctx.Err()
 			}
 			if r.err != nil {
 				lastErr = r.err
 				continue
 			}
 			if p.compare(ctx, r.fg) {
-				return true
+				return nil
 			}
 			p.proven(r.sent)
 			lastErr = nil
@@ -159,6 +164,7 @@ func (p *prover) run(ctx context.Context) bool {
 				p.log.Info("FeatureGate not proven current within the freshness bound; not current", "featureGate", p.name,
 					"bound", p.bound.String(), "provenAgo", age.Round(time.Millisecond).String(), "reason", reason)
 			}
+			return errLapsed
 		}
 	}
 }

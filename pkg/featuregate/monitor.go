@@ -101,7 +101,10 @@ func (m *monitor) Start(ctx context.Context) error {
 		if ctx.Err() != nil || m.comparison.stopped() {
 			return nil
 		}
-		if err != nil {
+		if errors.Is(err, errLapsed) {
+			lost = true
+			m.src.reconnect() // logged by the prover
+		} else if err != nil {
 			lost = true
 			m.log.Info("FeatureGate view not current; reading it again", "featureGate", m.name, "reason", err.Error())
 		}
@@ -131,8 +134,8 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if m.prover.run(ctx) {
-			done <- nil // a change: the comparison asked for the stop
+		if err := m.prover.run(ctx); ctx.Err() == nil {
+			done <- err // nil: a change, and the comparison asked for the stop
 		}
 	}()
 	go func() {

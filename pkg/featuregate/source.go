@@ -26,4 +26,9 @@ type source interface {
 	// way the guard then reads again. seen returning true (the FeatureGate changed, a stop
 	// is requested) ends follow with nil.
 	follow(ctx context.Context, from *configv1.FeatureGate, following func(), seen func(*configv1.FeatureGate) bool) error
+	// reconnect drops what the source reads through, once nothing is in
+	// flight, so that the next read starts afresh: after the proof lapsed
+	// the connection may be the trouble, and a new one may reach a healthy
+	// API server (through a load balancer) where the old one cannot.
+	reconnect()
 }

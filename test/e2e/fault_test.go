@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/faultproxy"
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
@@ -205,7 +206,7 @@ func TestFaultWatchCut(t *testing.T) {
 	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default))
 	api, err := url.Parse(cp.Config.Host)
 	g.Expect(err).NotTo(HaveOccurred())
-	p := startProxy(t, api.Host)
+	p := faultproxy.Start(t, api.Host)
 	viaProxy := rest.CopyConfig(cp.Config)
 	viaProxy.Host = "https://" + p.Addr()
 	o := startOperator(t, "operator", harness.Kubeconfig(t, viaProxy), "--resync-period=2s")
@@ -215,7 +216,7 @@ func TestFaultWatchCut(t *testing.T) {
 	p.Cut()
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
 	g.Consistently(o.Running).WithTimeout(notReadyWindow).Should(BeTrue(), "the change cannot be seen while cut")
-	_, refused := p.Counts()
+	refused := p.Refused()
 	p.Restore()
 	restored := time.Now()
 	g.Expect(o.WaitExit(60 * time.Second)).To(Equal(0))

@@ -1,0 +1,254 @@
+// Package faultproxy is a loopback TCP proxy that injects the network faults
+// a client of the control plane must survive, on cue:
+//
+//   - Cut closes every connection and refuses new ones, as a restarting
+//     load balancer or a flaky network does;
+//   - Hold forwards no byte in either direction and closes nothing, as a
+//     dead link, a blackholing firewall or a hung node does: the client's
+//     connections look open and merely quiet;
+//   - Delay adds latency to every chunk, in order, in both directions;
+//   - with several targets it is a balancer: a new connection goes to the
+//     first target not marked Down, as a load balancer whose health check
+//     has noticed, or has not yet noticed, a failed backend.
+//
+// TLS passes through untouched, so the client still verifies the server's
+// certificate. Everything it starts ends when the test does.
+package faultproxy
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// TB is what the proxy needs of a test.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+}
+
+// Proxy forwards loopback TCP connections to its targets.
+type Proxy struct {
+	ln      net.Listener
+	targets []string
+
+	mu    sync.Mutex
+	down  []bool
+	cut   bool
+	delay time.Duration
+	// released is closed while bytes flow; Hold replaces it with an open
+	// channel that Release closes.
+	released chan struct{}
+	conns    map[net.Conn]struct{}
+	// accepted counts connections forwarded (per target), refused those
+	// closed at once.
+	accepted []int
+	refused  int
+	wg       sync.WaitGroup
+}
+
+// Start listens on 127.0.0.1:0 and forwards to targets (host:port); it is
+// closed when tb ends.
+func Start(tb TB, targets ...string) *Proxy {
+	tb.Helper()
+	if len(targets) == 0 {
+		tb.Fatalf("faultproxy: no target")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	released := make(chan struct{})
+	close(released)
+	p := &Proxy{ln: ln, targets: targets, down: make([]bool, len(targets)), accepted: make([]int, len(targets)),
+		released: released, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut closes every live connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore accepts new connections again after Cut.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Hold stops every byte, on live connections and new ones, and closes
+// nothing, until Release.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.released:
+		p.released = make(chan struct{})
+	default: // held already
+	}
+}
+
+// Release lets the held bytes, and all that follow, through.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.released:
+	default:
+		close(p.released)
+	}
+}
+
+// Delay delays every chunk by d in each direction from now on; 0 ends it.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// SetDown marks target i down (no new connection goes to it) or up; live
+// connections stay where they are, as a balancer's would.
+func (p *Proxy) SetDown(i int, down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down[i] = down
+}
+
+// Accepted returns how many connections went to each target so far.
+func (p *Proxy) Accepted() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.accepted...)
+}
+
+// Refused returns how many connections were closed at once, while cut.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}
+
+// Close stops listening, closes every connection and waits for the proxy's
+// goroutines.
+func (p *Proxy) Close() {
+	_ = p.ln.Close()
+	p.Release()
+	p.Cut()
+	p.wg.Wait()
+}
+
+func (p *Proxy) serve() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return // listener closed
+		}
+		target, ok := p.pick()
+		if !ok {
+			_ = in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		if !p.track(in, out) {
+			continue
+		}
+		p.wg.Add(2)
+		go p.pipe(in, out)
+		go p.pipe(out, in)
+	}
+}
+
+// pick chooses the target of a new connection: the first one up, unless
+// the proxy is cut or every target is down.
+func (p *Proxy) pick() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		for i, down := range p.down {
+			if !down {
+				p.accepted[i]++
+				return p.targets[i], true
+			}
+		}
+	}
+	p.refused++
+	return "", false
+}
+
+// track registers a connection pair, unless a Cut came in meanwhile.
+func (p *Proxy) track(in, out net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		_ = in.Close()
+		_ = out.Close()
+		return false
+	}
+	p.conns[in] = struct{}{}
+	p.conns[out] = struct{}{}
+	return true
+}
+
+// chunk is bytes read, and when.
+type chunk struct {
+	data []byte
+	at   time.Time
+}
+
+// pipe copies src to dst, each chunk no sooner than the delay after it was
+// read and never while held; when either side ends, both are closed.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	chunks := make(chan chunk, 64)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{data: buf[:n], at: time.Now()}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		p.mu.Lock()
+		released, delay := p.released, p.delay
+		p.mu.Unlock()
+		<-released
+		if wait := time.Until(c.at.Add(delay)); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			break
+		}
+	}
+	_ = dst.Close()
+	_ = src.Close()
+	for range chunks { // let the reader end
+	}
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
