@@ -1,7 +1,8 @@
 // Command consumer is an operator written the kubebuilder way that adopts
 // the FeatureGate guard: it records, in every ConfigMap labelled app=consumer
 // in its namespace, the feature set and whether the gate it consumes is
-// enabled. It is not ready until it has read the cluster's FeatureGate, acts
+// enabled, and (with --decide-bind-address) answers requests from the same
+// snapshot on /decide, asking the guard for each. It is not ready until it has read the cluster's FeatureGate, acts
 // only while the guard vouches for that read, and exits 0 for a restart as
 // soon as the FeatureGate differs from it.
 package main
@@ -27,13 +28,14 @@ import (
 
 // flags are the command line; --kubeconfig is controller-runtime's own.
 type flags struct {
-	probeAddr, version, namespace, gate string
+	probeAddr, decideAddr, version, namespace, gate string
 	resync, cacheSyncTimeout            time.Duration
 }
 
 func main() {
 	var f flags
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	flag.StringVar(&f.decideAddr, "decide-bind-address", "0", `Address of /decide, which answers each request from the snapshot only while the guard vouches for it ("0": not served).`)
 	flag.StringVar(&f.version, "release-version", "", "Release version whose status.featureGates entry is read; the placeholder 0.0.1-snapshot (what a payload substitutes) reads it from the ClusterVersion.")
 	flag.StringVar(&f.namespace, "namespace", "default", "Namespace of the ConfigMaps labelled app=consumer.")
 	flag.DurationVar(&f.resync, "resync", time.Minute, "How often each ConfigMap is reconciled again.")
@@ -80,6 +82,12 @@ func run(f flags) error {
 	r := &ConfigMapReconciler{Client: mgr.GetClient(), Gates: guard, Gate: configv1.FeatureGateName(f.gate), Resync: f.resync}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if f.decideAddr != "0" {
+		// Per request, not per reconcile: see decider.
+		if err := mgr.Add(serveDecisions{addr: f.decideAddr, decider: decider{gates: guard, gate: configv1.FeatureGateName(f.gate)}}); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Start(ctx); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -29,10 +30,15 @@ import (
 // seconds before resuming a watch: the guard owns its retries, because a
 // change made around an outage must be seen the moment the API answers.
 type apiSource struct {
-	rc   *rest.RESTClient
 	name string
-	// conns holds the source's own connections (see ownConnection); nil
-	// when the caller's Transport is used.
+	// dial builds a client on connections of its own (see ownConnection):
+	// one at start, and a new one at each reconnect.
+	dial func() (*rest.RESTClient, *http.Transport, error)
+
+	mu sync.Mutex
+	rc *rest.RESTClient
+	// conns holds rc's connections; nil when the caller's Transport is
+	// used.
 	conns *http.Transport
 	// establish bounds how long a list or watch may take to be answered: a starting
 	// kube-apiserver can hold requests for seconds.
@@ -40,21 +46,46 @@ type apiSource struct {
 }
 
 func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSource, error) {
-	hc, conns, err := ownConnection(cfg, bound)
+	dial := func() (*rest.RESTClient, *http.Transport, error) {
+		hc, conns, err := ownConnection(cfg, bound)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc, err := configClientFor(cfg, hc)
+		return rc, conns, err
+	}
+	rc, conns, err := dial()
 	if err != nil {
 		return nil, err
 	}
-	rc, err := configClientFor(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	return &apiSource{rc: rc, name: name, conns: conns, establish: 2 * time.Second}, nil
+	return &apiSource{name: name, dial: dial, rc: rc, conns: conns, establish: 2 * time.Second}, nil
 }
 
+// client is the REST client of the current connections.
+func (a *apiSource) client() *rest.RESTClient {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rc
+}
+
+// reconnect moves to a new pool of connections. Closing the old one's idle
+// connection is not enough: a connection whose requests were cancelled is
+// not idle until the server acknowledges, and a frozen server never does,
+// so the next read would wait on it again. The old pool's connections are
+// closed once idle, or by their health check.
 func (a *apiSource) reconnect() {
-	if a.conns != nil {
-		a.conns.CloseIdleConnections()
+	if a.conns == nil {
+		return // the caller's Transport: theirs to manage
 	}
+	rc, conns, err := a.dial()
+	if err != nil {
+		return // cannot happen: it was built the same way at start
+	}
+	a.mu.Lock()
+	old := a.conns
+	a.rc, a.conns = rc, conns
+	a.mu.Unlock()
+	old.CloseIdleConnections()
 }
 
 // ownConnection is an HTTP client for the guard's reads alone, on a
@@ -133,7 +164,7 @@ func configClientFor(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error
 
 func (a *apiSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
 	fg := &configv1.FeatureGate{}
-	if err := a.rc.Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg); err != nil {
+	if err := a.client().Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg); err != nil {
 		return nil, describeReadError(a.name, err)
 	}
 	return fg, nil
@@ -152,7 +183,7 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 	list := &configv1.FeatureGateList{}
 	selector := fields.OneTermEqualSelector("metadata.name", a.name).String()
 	listCtx, listed := context.WithTimeout(ctx, a.establish)
-	err := a.rc.Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{FieldSelector: selector}, metav1.ParameterCodec).
+	err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{FieldSelector: selector}, metav1.ParameterCodec).
 		MaxRetries(0).Do(listCtx).Into(list)
 	listed()
 	if err != nil {
@@ -167,7 +198,7 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 	// that replicas do not come back together.
 	timeout := int64(300 + rand.IntN(60))
 	answered := time.AfterFunc(a.establish, cancel)
-	w, err := a.rc.Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{
+	w, err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{
 		FieldSelector:       selector,
 		ResourceVersion:     list.ResourceVersion,
 		Watch:               true,

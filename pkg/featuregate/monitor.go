@@ -72,6 +72,12 @@ func (m *monitor) Start(ctx context.Context) error {
 		}
 		if err != nil {
 			lost = true
+			if errors.Is(err, context.DeadlineExceeded) {
+				// Unanswered: the connection may be the trouble (a silent
+				// link, a frozen API server, one cut off from etcd that
+				// still answers pings); the next read dials afresh.
+				m.src.reconnect()
+			}
 			// A read that reached no server costs it nothing: read again
 			// soon, so that a change made during an outage is seen as soon
 			// as the API answers again, as the startup read does.

@@ -7,12 +7,15 @@
 package controlplane
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -133,26 +136,86 @@ func (cp *ControlPlane) Host() string { return cp.Config.Host }
 // an admin configuration for it: a way to change the cluster while the first
 // API server, the one the operator talks to, is down. Stop stops it.
 func (cp *ControlPlane) SecondAPIServer() (*rest.Config, error) {
+	cfg, _, err := cp.SecondAPIServerOn(cp.Env.ControlPlane.Etcd.URL)
+	return cfg, err
+}
+
+// EtcdURL is etcd's client URL.
+func (cp *ControlPlane) EtcdURL() *url.URL { return cp.Env.ControlPlane.Etcd.URL }
+
+// SecondAPIServerOn is SecondAPIServer reaching etcd at etcd: through a
+// fault proxy, an API server that can be cut off from etcd while it keeps
+// answering. It is the first one's twin, as a cluster's API servers are:
+// the same serving certificate and client CA, so that one kubeconfig
+// reaches either (through a balancer). stop stops it before Stop does: a
+// test whose fault proxy ends first stops it first.
+func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (cfg *rest.Config, stop func() error, err error) {
 	first := cp.Env.ControlPlane.APIServer
+	dir, err := os.MkdirTemp(cp.dir, "apiserver-")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range []string{"apiserver.crt", "apiserver.key", "sa-signer.crt", "sa-signer.key"} {
+		data, err := os.ReadFile(filepath.Join(first.CertDir, f))
+		if err != nil {
+			return nil, nil, fmt.Errorf("second kube-apiserver: the first one's %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
 	s := &envtest.APIServer{
-		EtcdURL: cp.Env.ControlPlane.Etcd.URL,
+		EtcdURL: etcd,
 		Path:    first.Path,
+		CertDir: dir,
 		Out:     first.Out,
 		Err:     first.Err,
 	}
+	s.SecureServing.Authn = first.SecureServing.Authn
 	quickShutdown(s)
 	if err := s.Start(); err != nil {
-		return nil, fmt.Errorf("start second kube-apiserver: %w", err)
+		return nil, nil, fmt.Errorf("start second kube-apiserver: %w", err)
 	}
+	// The shared authenticator last wrote its CA file for s: the first
+	// one's own copy, written at its start, is unchanged, and so is the CA.
 	cp.mu.Lock()
 	cp.extra = append(cp.extra, s)
 	cp.mu.Unlock()
-	plane := &envtest.ControlPlane{APIServer: s}
-	user, err := plane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
-	if err != nil {
-		return nil, err
+	cfg = rest.CopyConfig(cp.Config)
+	cfg.Host = s.SecureServing.URL("https", "/").String()
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/")
+	var once sync.Once
+	var stopErr error
+	stop = func() error {
+		once.Do(func() { stopErr = s.Stop() })
+		return stopErr
 	}
-	return user.Config(), nil
+	return cfg, stop, nil
+}
+
+// APIServerPID is the pid of the kube-apiserver serving cfg.Host (the
+// first or a second one), for tests that freeze it with SIGSTOP.
+func APIServerPID(cfg *rest.Config) (int, error) {
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return 0, err
+	}
+	want := []byte("--secure-port=" + u.Port() + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte("kube-apiserver")) && bytes.Contains(cmdline, want) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no kube-apiserver with --secure-port=%s", u.Port())
 }
 
 // AddUser provisions a client certificate for an identity with no groups
