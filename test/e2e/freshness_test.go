@@ -406,3 +406,36 @@ func TestFaultBalancedAPIServers(t *testing.T) {
 		})
 	}
 }
+
+// No false alarms: with latency added to every byte both ways (300 ms each
+// way, 600 ms a round trip, within the 1 s a read may take under the
+// default bound), the guard never stops vouching over a minute.
+func TestFaultLatencyIsNoFalseAlarm(t *testing.T) {
+	f := startFault(t, "LatencyIsNoFalseAlarm")
+	g := NewWithT(t)
+	cp, _ := startConsumerCluster(t, true)
+	link := faultproxy.Start(t, hostOf(t, cp.Config))
+	s := startSubjects(t, harness.Kubeconfig(t, viaProxy(cp.Config, link.Addr())))
+
+	link.Delay(300 * time.Millisecond)
+	slowed := time.Now()
+	const window = time.Minute
+	g.Consistently(s.running).WithTimeout(window).Should(BeTrue())
+	var answers, refused int
+	s.decisions.mu.Lock()
+	for _, d := range s.decisions.list {
+		if d.at.After(slowed) {
+			answers++
+			if d.status != http.StatusOK {
+				refused++
+			}
+		}
+	}
+	s.decisions.mu.Unlock()
+	g.Expect(answers).To(BeNumerically(">", 1000), "the consumer was asked")
+	g.Expect(refused).To(BeZero(), "Current false with 600 ms round trips")
+	for _, p := range []*harness.Process{s.op, s.consumer} {
+		g.Expect(p.Log.CountWhere(logLapsed)).To(BeZero(), "%s lapsed", p.Name)
+	}
+	f.Detail("300 ms each way for %s: %d decisions, %d refused, no lapse", window, answers, refused)
+}
