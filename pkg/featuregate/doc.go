@@ -17,16 +17,24 @@
 // and a monitor reads it live and follows it (a watch from that read, or
 // the file) so that a change made during or just after an API outage is
 // seen as soon as it can be read. Any difference is logged (key diff,
-// detectedBy "reconcile" or "verify"), recorded as a FeatureGateChanged
+// detectedBy "reconcile", "verify" or "freshness"), recorded as a FeatureGateChanged
 // Event, and ends the manager gracefully: Start returns nil, the process
 // exits 0, and its restart reads the new value.
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
-// Enabled, and checks Current right before each action (the write), since
-// the view can change while Reconcile runs. Current is false whenever
-// the guard cannot vouch that the snapshot still holds (before it is taken,
-// while the API is in trouble, once a stop is requested); the answer then
-// is to requeue, never to act. Unit tests give such code a
+// Enabled, and checks Current right before each action (the write, or the
+// answer to a request), since the view can change while Reconcile runs.
+// The guarantee, with its number: Current answers true only if an
+// API server that reached etcd answered, at most Options.FreshnessBound
+// (2 s by default) before the question, a consistent read of the
+// FeatureGate that matched the snapshot. An open watch alone is no such
+// proof (a dead link, a frozen API server and one cut off from etcd all
+// look like a quiet watch), so the guard sends that read every half bound
+// on a connection of its own, as a leader renews its lease. Current is
+// also false before the snapshot is taken, while the guard has lost track
+// of the FeatureGate, and once a stop is requested; the answer then is to
+// requeue, never to act. Readiness does not follow it: it is about the
+// snapshot, not about the API's health. Unit tests give such code a
 // featuregatetest.Gates instead of the guard.
 //
 // Options.File reads the FeatureGate from a file (HyperShift renders it into
