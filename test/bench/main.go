@@ -63,6 +63,7 @@ var groups = []struct {
 	{"ready", (*bench).measureReady},
 	{"outage", (*bench).measureOutage},
 	{"outage", (*bench).measureAfterOutage},
+	{"freshness", (*bench).measureFreshness},
 	{"apply", (*bench).measureApply},
 	{"scaling", (*bench).measureScaling},
 	{"handover", (*bench).measureHandover},
@@ -82,7 +83,7 @@ func main() {
 	flag.StringVar(&o.chart, "chart", "", "PNG chart to write (default: docs/bench/latency.png beside -out).")
 	flag.StringVar(&o.manager, "manager", "", "Operator binary (default: built from the checkout into a temporary directory).")
 	flag.IntVar(&o.runs, "runs", 30, "Runs of the change measurement; the slower measurements do a fraction of it (ready, outage, handover: runs/3; handover without release: runs/6; apply: runs/6, at least 1).")
-	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, apply, scaling, handover, kubelet; footprint is part of apply). Empty: all.")
+	flag.StringVar(&o.only, "only", "", "Comma-separated measurement groups to run (change, ready, outage, freshness, apply, scaling, handover, kubelet; footprint is part of apply). Empty: all.")
 	flag.Func("scaling-sizes", "Payload sizes of the scaling measurement, comma-separated (default 100,800,3200,8000).", func(v string) error {
 		var sizes []int
 		for _, f := range strings.Split(v, ",") {

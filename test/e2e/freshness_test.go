@@ -393,7 +393,7 @@ func TestFaultBalancedAPIServers(t *testing.T) {
 				f.Detail("frozen behind a balancer, changed through the other: no go after %s, exit 0 through the other API server before the fault healed", goAfterFault)
 				return
 			}
-			g.Eventually(func() []decision { return s.decisions.goes(marked) }).WithTimeout(3 * time.Second).WithPolling(10 * time.Millisecond).
+			g.Eventually(func() []decision { return s.decisions.goes(marked) }).WithTimeout(3*time.Second).WithPolling(10*time.Millisecond).
 				ShouldNot(BeEmpty(), "not current through the healthy API server")
 			again := s.decisions.goes(marked)[0].at
 			s.faultStarted(t, g, failed, marked)

@@ -16,6 +16,7 @@
 package faultproxy
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -52,12 +53,22 @@ type Proxy struct {
 // closed when tb ends.
 func Start(tb TB, targets ...string) *Proxy {
 	tb.Helper()
+	p, err := New(targets...)
+	if err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// New is Start for a caller that is not a test: it closes the proxy.
+func New(targets ...string) (*Proxy, error) {
 	if len(targets) == 0 {
-		tb.Fatalf("faultproxy: no target")
+		return nil, errors.New("no target")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("faultproxy: %v", err)
+		return nil, err
 	}
 	released := make(chan struct{})
 	close(released)
@@ -65,8 +76,7 @@ func Start(tb TB, targets ...string) *Proxy {
 		released: released, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
-	tb.Cleanup(p.Close)
-	return p
+	return p, nil
 }
 
 // Addr is the proxy's host:port.

@@ -1,0 +1,145 @@
+// Package robustness runs campaigns of random faults and random FeatureGate
+// changes against the real binaries (etcd, kube-apiservers, the operator
+// with two replicas under leader election, examples/consumer), records what
+// happened as a history of JSON lines, and judges that history with a
+// checker that knows nothing of the code under test: only what was written
+// to the FeatureGate, when, and what the processes decided.
+//
+// The promise it checks is the guard's: no decision on a feature set that
+// stopped being the cluster's more than the freshness bound ago (plus a
+// stated allowance), no exit but 0, and, once the faults end, a ready
+// process running with the cluster's current feature set.
+package robustness
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Kinds of events in a history.
+const (
+	// KindWrite is a FeatureGate write as the API server committed it:
+	// Sent when the request left, T when the answer came, Value and RV
+	// what it committed.
+	KindWrite = "write"
+	// KindDecision is an answer of the consumer's /decide: T when it
+	// arrived, Value what it decided on.
+	KindDecision = "decision"
+	// KindApplied is an object the operator applied, as a watch through an
+	// API server no fault touches saw it: Object its name, Value the
+	// feature set that includes it.
+	KindApplied = "applied"
+	// KindSnapshot is a process's startup snapshot (its log line).
+	KindSnapshot = "snapshot"
+	// KindReady is a readiness change of a process (Ready).
+	KindReady = "ready"
+	// KindStart and KindExit are a process started and ended (Code;
+	// Killed when the campaign killed it).
+	KindStart = "start"
+	KindExit  = "exit"
+	// KindFault is a fault starting or healing (Fault, Phase).
+	KindFault = "fault"
+	// KindEnd closes a campaign: every fault healed since T minus the
+	// quiet period.
+	KindEnd = "end"
+)
+
+// Fault phases.
+const (
+	PhaseStart = "start"
+	PhaseHeal  = "heal"
+)
+
+// Event is one line of a history.
+type Event struct {
+	// Line is the event's line number in its file (1-based), for reports.
+	Line   int       `json:"-"`
+	T      time.Time `json:"t"`
+	Kind   string    `json:"kind"`
+	Proc   string    `json:"proc,omitempty"`
+	Value  string    `json:"value,omitempty"`
+	RV     string    `json:"rv,omitempty"`
+	Sent   time.Time `json:"sent,omitzero"`
+	Object string    `json:"object,omitempty"`
+	Fault  string    `json:"fault,omitempty"`
+	Phase  string    `json:"phase,omitempty"`
+	// Stalls marks a fault that holds requests in flight (a silent link, a
+	// frozen API server, one cut off from etcd): what was sent before it
+	// may land when it heals.
+	Stalls bool  `json:"stalls,omitempty"`
+	Ready  *bool `json:"ready,omitempty"`
+	Code   *int  `json:"code,omitempty"`
+	Killed bool  `json:"killed,omitempty"`
+	Seed   int64 `json:"seed,omitempty"`
+}
+
+// Recorder appends events to a history file, one JSON object a line, in
+// the order they are recorded.
+type Recorder struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	f      *os.File
+	events []Event
+}
+
+// NewRecorder creates (truncates) the history file at path.
+func NewRecorder(path string) (*Recorder, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// Record appends e; a zero T is now.
+func (r *Recorder) Record(e Event) {
+	if e.T.IsZero() {
+		e.T = time.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Line = len(r.events) + 1
+	r.events = append(r.events, e)
+	data, err := json.Marshal(e)
+	if err == nil {
+		_, _ = r.w.Write(append(data, '\n'))
+	}
+}
+
+// Events returns what was recorded so far.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Close flushes and closes the file.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.w.Flush(); err != nil {
+		return err
+	}
+	return r.f.Close()
+}
+
+// Load reads a history, numbering its lines.
+func Load(rd io.Reader) ([]Event, error) {
+	var out []Event
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("history line %d: %w", n, err)
+		}
+		e.Line = n
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
