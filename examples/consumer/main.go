@@ -29,7 +29,7 @@ import (
 // flags are the command line; --kubeconfig is controller-runtime's own.
 type flags struct {
 	probeAddr, decideAddr, version, namespace, gate string
-	resync, cacheSyncTimeout            time.Duration
+	resync, cacheSyncTimeout                        time.Duration
 }
 
 func main() {
