@@ -92,6 +92,26 @@ test-faults: envtest-assets ## Run only the fault suite, one line per scenario (
 	if [ $$rc -ne 0 ]; then grep -E '^(--- FAIL|FAIL|panic:)' $(FAULTS_LOG) || tail -20 $(FAULTS_LOG); echo "test-faults: go test exited $$rc; full log: $(FAULTS_LOG)"; fi; \
 	exit $$rc
 
+# Robustness campaigns (test/robustness): random FeatureGate changes and
+# random, overlapping faults against the real binaries, each history judged
+# by a checker. test-robustness is CI's bounded run; robustness a long one.
+ROBUSTNESS_LOG ?= $(LOCALBIN)/test-robustness.log
+ROBUSTNESS_FAULTS ?=
+DURATION ?= 30m
+SEED ?=
+.PHONY: test-robustness
+test-robustness: envtest-assets ## Two seeded 40 s campaigns and the planted-bug check (~4 min; full log in bin/test-robustness.log).
+	@mkdir -p $(LOCALBIN)
+	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 20m -v ./test/robustness/ \
+		-args -robustness.seed=1 -robustness.campaigns=2 -robustness.duration=40s 2>&1 | tee $(ROBUSTNESS_LOG) | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|campaign_test.go'
+
+.PHONY: robustness
+robustness: envtest-assets ## One long campaign: DURATION=30m SEED=n (random when empty) ROBUSTNESS_FAULTS=kind,...; its table in bin/robustness.md.
+	@mkdir -p $(LOCALBIN)
+	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 0 -v -run '^TestCampaigns$$' ./test/robustness/ \
+		-args -robustness.campaigns=1 -robustness.duration=$(DURATION) $(if $(SEED),-robustness.seed=$(SEED)) \
+		$(if $(ROBUSTNESS_FAULTS),-robustness.faults=$(ROBUSTNESS_FAULTS)) -robustness.report=$(LOCALBIN)/robustness.md
+
 # What the node of test-cluster needs from the distribution (Debian).
 CLUSTER_PACKAGES = containerd runc containernetworking-plugins iptables
 CLUSTER_TEST_LOG ?= $(LOCALBIN)/test-cluster.log

@@ -109,7 +109,14 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("Starting manager", "featureGate", cfg.FeatureGateName, "releaseVersion", cfg.ReleaseVersion)
 	if err := mgr.Start(hangup); err != nil {
-		return err
+		if !leaderElectionLost(err) {
+			return err
+		}
+		// A replica that lost its lease stops, and its restart campaigns
+		// again: an ordinary event of an API server rollout, not a crash
+		// (OpenShift's upgrade monitors count every non-zero exit).
+		log.Info("Leader election lost; stopping, the restart campaigns again", "error", err.Error())
+		return nil
 	}
 	reason, requested := guard.StopReason()
 	if !requested {
@@ -161,6 +168,10 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 		GracefulShutdownTimeout: &cfg.GracefulShutdownTimeout.Duration,
 	}
 }
+
+// leaderElectionLost reports whether the manager stopped because its lease
+// was lost (controller-runtime says so only in the error's text).
+func leaderElectionLost(err error) bool { return strings.Contains(err.Error(), "leader election lost") }
 
 // serviceAccountNamespaceFile is where the kubelet puts the pod's
 // namespace beside its ServiceAccount token.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,5 +19,15 @@ func TestOwnNamespace(t *testing.T) {
 	}
 	if got := ownNamespace(path); got != "featuregate-operator-system" {
 		t.Errorf("got %q, want featuregate-operator-system", got)
+	}
+}
+
+// A lost lease is an ordinary stop (exit 0); other manager errors are not.
+func TestLeaderElectionLost(t *testing.T) {
+	if !leaderElectionLost(errors.New("leader election lost")) {
+		t.Error("controller-runtime's error not recognised")
+	}
+	if leaderElectionLost(errors.New("failed to wait for caches to sync")) {
+		t.Error("another error taken for a lost lease")
 	}
 }

@@ -87,15 +87,15 @@ func (b *bench) measureFreshness(ctx context.Context) *section {
 		return sec
 	}
 	defer etcdLink.Close()
-	cutOff, stopCutOff, err := pl.cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
+	twin, err := pl.cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
 	if err != nil {
 		e.add(2, err)
 	} else {
-		e.add(2, b.lapses(ctx, pl, "freshness-cut", cutOff, runs, cut, back, func() (func(), error) {
+		e.add(2, b.lapses(ctx, pl, "freshness-cut", twin.Config, runs, cut, back, func() (func(), error) {
 			etcdLink.Hold()
 			return etcdLink.Release, nil
 		}))
-		_ = stopCutOff()
+		_ = twin.Stop()
 	}
 	for _, s := range []*series{silent, frozen, cut} {
 		if sum := summarize(s.Values); sum.N > 0 {

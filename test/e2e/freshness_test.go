@@ -315,9 +315,10 @@ func TestFaultAPIServerCutFromEtcd(t *testing.T) {
 	g := NewWithT(t)
 	cp, c := startConsumerCluster(t, true)
 	etcdLink := faultproxy.Start(t, cp.EtcdURL().Host)
-	cutOff, stop, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
+	twin, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(stop()).To(Succeed()) }) // before its etcd link closes
+	t.Cleanup(func() { g.Expect(twin.Stop()).To(Succeed()) }) // before its etcd link closes
+	cutOff := twin.Config
 	s := startSubjects(t, harness.Kubeconfig(t, cutOff))
 
 	etcdLink.Hold()
@@ -353,9 +354,10 @@ func TestFaultBalancedAPIServers(t *testing.T) {
 			g := NewWithT(t)
 			cp, c := startConsumerCluster(t, true)
 			etcdLink := faultproxy.Start(t, cp.EtcdURL().Host)
-			a, stop, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
+			twin, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
 			g.Expect(err).NotTo(HaveOccurred())
-			t.Cleanup(func() { g.Expect(stop()).To(Succeed()) }) // before its etcd link closes
+			t.Cleanup(func() { g.Expect(twin.Stop()).To(Succeed()) }) // before its etcd link closes
+			a := twin.Config
 			lb := faultproxy.Start(t, hostOf(t, a), hostOf(t, cp.Config))
 			s := startSubjects(t, harness.Kubeconfig(t, viaProxy(cp.Config, lb.Addr())))
 			g.Expect(lb.Accepted()[1]).To(BeZero(), "every connection on the first API server")

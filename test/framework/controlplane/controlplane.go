@@ -136,32 +136,55 @@ func (cp *ControlPlane) Host() string { return cp.Config.Host }
 // an admin configuration for it: a way to change the cluster while the first
 // API server, the one the operator talks to, is down. Stop stops it.
 func (cp *ControlPlane) SecondAPIServer() (*rest.Config, error) {
-	cfg, _, err := cp.SecondAPIServerOn(cp.Env.ControlPlane.Etcd.URL)
-	return cfg, err
+	twin, err := cp.SecondAPIServerOn(cp.Env.ControlPlane.Etcd.URL)
+	if err != nil {
+		return nil, err
+	}
+	return twin.Config, nil
 }
 
 // EtcdURL is etcd's client URL.
 func (cp *ControlPlane) EtcdURL() *url.URL { return cp.Env.ControlPlane.Etcd.URL }
 
+// StopEtcd stops etcd, keeping its data; StartEtcd starts it again on the
+// same address.
+func (cp *ControlPlane) StopEtcd() error { return cp.Env.ControlPlane.Etcd.Stop() }
+
+// StartEtcd starts etcd again after StopEtcd.
+func (cp *ControlPlane) StartEtcd() error { return cp.Env.ControlPlane.Etcd.Start() }
+
+// Twin is a second kube-apiserver (see SecondAPIServerOn).
+type Twin struct {
+	// Config is an admin configuration for it.
+	Config *rest.Config
+	s      *envtest.APIServer
+}
+
+// Stop stops it; Stop of the control plane does too.
+func (t *Twin) Stop() error { return t.s.Stop() }
+
+// Start starts it again after Stop, on the same address and certificates.
+func (t *Twin) Start() error { return t.s.Start() }
+
 // SecondAPIServerOn is SecondAPIServer reaching etcd at etcd: through a
 // fault proxy, an API server that can be cut off from etcd while it keeps
 // answering. It is the first one's twin, as a cluster's API servers are:
 // the same serving certificate and client CA, so that one kubeconfig
-// reaches either (through a balancer). stop stops it before Stop does: a
-// test whose fault proxy ends first stops it first.
-func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (cfg *rest.Config, stop func() error, err error) {
+// reaches either (through a balancer). A test whose fault proxy closes
+// before the control plane stops stops the twin first.
+func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (*Twin, error) {
 	first := cp.Env.ControlPlane.APIServer
 	dir, err := os.MkdirTemp(cp.dir, "apiserver-")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, f := range []string{"apiserver.crt", "apiserver.key", "sa-signer.crt", "sa-signer.key"} {
 		data, err := os.ReadFile(filepath.Join(first.CertDir, f))
 		if err != nil {
-			return nil, nil, fmt.Errorf("second kube-apiserver: the first one's %w", err)
+			return nil, fmt.Errorf("second kube-apiserver: the first one's %w", err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, f), data, 0o600); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	s := &envtest.APIServer{
@@ -174,23 +197,16 @@ func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (cfg *rest.Config, stop
 	s.SecureServing.Authn = first.SecureServing.Authn
 	quickShutdown(s)
 	if err := s.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start second kube-apiserver: %w", err)
+		return nil, fmt.Errorf("start second kube-apiserver: %w", err)
 	}
 	// The shared authenticator last wrote its CA file for s: the first
 	// one's own copy, written at its start, is unchanged, and so is the CA.
 	cp.mu.Lock()
 	cp.extra = append(cp.extra, s)
 	cp.mu.Unlock()
-	cfg = rest.CopyConfig(cp.Config)
-	cfg.Host = s.SecureServing.URL("https", "/").String()
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/")
-	var once sync.Once
-	var stopErr error
-	stop = func() error {
-		once.Do(func() { stopErr = s.Stop() })
-		return stopErr
-	}
-	return cfg, stop, nil
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Host = strings.TrimSuffix(s.SecureServing.URL("https", "/").String(), "/")
+	return &Twin{Config: cfg, s: s}, nil
 }
 
 // APIServerPID is the pid of the kube-apiserver serving cfg.Host (the

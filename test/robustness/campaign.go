@@ -1,0 +1,625 @@
+package robustness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/test/framework/faultproxy"
+	"github.com/featuregate-operator/operator/test/framework/harness"
+)
+
+// Config is one campaign.
+type Config struct {
+	Seed int64
+	// Duration is how long traffic and faults last; a quiet tail follows.
+	Duration time.Duration
+	// Dir receives the history (history.jsonl) and every process's log.
+	Dir string
+	// Manager and Consumer are the binaries under test.
+	Manager, Consumer string
+	// Faults, when not empty, restricts the faults to these kinds.
+	Faults []string
+	Rules  Rules
+	// Logf reports progress (t.Logf).
+	Logf func(format string, args ...any)
+}
+
+// Result is what a campaign did and what the checker found.
+type Result struct {
+	History    string
+	Events     []Event
+	Violations []Violation
+	// Faults counts the faults injected, by kind; Writes and Decisions
+	// the FeatureGate writes and the decisions checked.
+	Faults            map[string]int
+	Writes, Decisions int
+	// WorstStaleness is the longest a decision trailed the value it was
+	// made on (0 when every decision was on the current value).
+	WorstStaleness time.Duration
+}
+
+// The consumer reads its version's status entry for this gate; the
+// operator applies payload objects named after the feature set that
+// includes them.
+const (
+	version   = "4.99.0"
+	gate      = "GateA"
+	namespace = "robustness"
+	settle    = 5 * time.Second
+)
+
+// payload maps each applied object to the feature set that includes it.
+var payload = map[string]string{
+	"only-default":     "Default",
+	"only-techpreview": "TechPreviewNoUpgrade",
+	"only-custom":      "CustomNoUpgrade",
+}
+
+// FaultKinds are the faults a campaign draws from.
+var FaultKinds = []string{
+	"link-hold", "link-delay", "link-cut", "apiserver-freeze", "apiserver-kill", "apiserver-etcd-cut",
+	"etcd-restart", "kill-consumer", "kill-operator", "lease-stolen",
+}
+
+// stalling faults hold requests in flight: what was sent before them may
+// land when they heal.
+var stalling = map[string]bool{"link-hold": true, "apiserver-freeze": true, "apiserver-etcd-cut": true}
+
+// campaign is one run's world.
+type campaign struct {
+	cfg Config
+	// traffic and faults are the seed's two streams of draws, each read
+	// by one goroutine: a seed replays the same changes and the same
+	// faults, at the same moments, though not what the processes make of
+	// them.
+	traffic, faults *rand.Rand
+	rec   *Recorder
+	cp    *controlplane.ControlPlane
+	twin  *controlplane.Twin
+	link  *faultproxy.Proxy // processes → the twin
+	etcd  *faultproxy.Proxy // the twin → etcd
+	admin client.Client     // through the first API server, which no fault but etcd's restart touches
+	kube  string            // the processes' kubeconfig
+
+	mu     sync.Mutex
+	procs    map[string]*supervised
+	injected map[string]int
+	active   map[string]bool
+}
+
+// Run runs a campaign and checks its history.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Rules == (Rules{}) {
+		cfg.Rules = DefaultRules()
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	kinds := cfg.Faults
+	if len(kinds) == 0 {
+		kinds = FaultKinds
+	}
+	c := &campaign{cfg: cfg, traffic: rand.New(rand.NewPCG(uint64(cfg.Seed), 1)), faults: rand.New(rand.NewPCG(uint64(cfg.Seed), 2)),
+		procs: map[string]*supervised{}, injected: map[string]int{}, active: map[string]bool{}}
+	history := filepath.Join(cfg.Dir, "history.jsonl")
+	var err error
+	if c.rec, err = NewRecorder(history); err != nil {
+		return Result{}, err
+	}
+	c.rec.Record(Event{Kind: "campaign", Seed: cfg.Seed, Value: strings.Join(kinds, ",")})
+	if err := c.setUp(ctx); err != nil {
+		c.tearDown()
+		_ = c.rec.Close()
+		return Result{History: history}, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, f := range []func(context.Context){c.observe, c.pollDecisions, c.pollReadiness} {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(runCtx) }()
+	}
+	c.startProcesses()
+	err = c.drive(ctx, kinds)
+	// The quiet tail: every fault healed, no write, long enough to settle.
+	if err == nil {
+		err = sleep(ctx, settle+3*time.Second)
+	}
+	c.rec.Record(Event{Kind: KindEnd})
+	stop()
+	wg.Wait()
+	c.tearDown()
+	closeErr := c.rec.Close()
+	res := Result{History: history, Events: c.rec.Events(), Faults: c.injected}
+	res.Violations = Check(res.Events, cfg.Rules)
+	res.Writes, res.Decisions, res.WorstStaleness = stats(res.Events)
+	return res, errors.Join(err, closeErr)
+}
+
+func (c *campaign) setUp(ctx context.Context) error {
+	crds, err := controlplane.RelaxedCRDs(c.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(filepath.Join(c.cfg.Dir, "controlplane.log"))
+	if err != nil {
+		return err
+	}
+	if c.cp, err = controlplane.Start(controlplane.Options{CRDs: crds, Out: out, Dir: filepath.Join(c.cfg.Dir, "cp")}); err != nil {
+		return err
+	}
+	if c.admin, err = controlplane.NewClient(c.cp.Config); err != nil {
+		return err
+	}
+	if c.etcd, err = faultproxy.New(c.cp.EtcdURL().Host); err != nil {
+		return err
+	}
+	if c.twin, err = c.cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: c.etcd.Addr()}); err != nil {
+		return err
+	}
+	u, err := url.Parse(c.twin.Config.Host)
+	if err != nil {
+		return err
+	}
+	if c.link, err = faultproxy.New(u.Host); err != nil {
+		return err
+	}
+	via := rest.CopyConfig(c.twin.Config)
+	via.Host = "https://" + c.link.Addr()
+	c.kube = filepath.Join(c.cfg.Dir, "kubeconfig")
+	if err := harness.WriteKubeconfig(c.kube, via); err != nil {
+		return err
+	}
+	if err := c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	fg := controlplane.FeatureGate(configv1.Default, controlplane.StatusGates(version, []string{gate}, nil))
+	sent := time.Now()
+	if err := controlplane.CreateFeatureGate(ctx, c.admin, fg); err != nil {
+		return err
+	}
+	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
+	return writePayload(filepath.Join(c.cfg.Dir, "payload"))
+}
+
+// writePayload writes the operator's manifests: one ConfigMap per feature
+// set, and one for all.
+func writePayload(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(payload))
+	for n := range payload {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		doc := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    release.openshift.io/feature-set: %s\ndata:\n  featureSet: %s\n", n, namespace, payload[n], payload[n])
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("0000_%02d_%s.yaml", 10+i, n)), []byte(doc), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "0000_90_always.yaml"), []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: always\n  namespace: %s\n", namespace)), 0o644)
+}
+
+func (c *campaign) tearDown() {
+	c.mu.Lock()
+	procs := make([]*supervised, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	for _, p := range procs {
+		p.stop()
+	}
+	if c.etcd != nil {
+		c.etcd.Release()
+	}
+	if c.twin != nil {
+		_ = c.twin.Stop()
+	}
+	if c.link != nil {
+		c.link.Close()
+	}
+	if c.etcd != nil {
+		c.etcd.Close()
+	}
+	if c.cp != nil {
+		_ = c.cp.Stop()
+	}
+}
+
+// drive sends traffic and faults until the campaign's duration is over,
+// then heals every fault.
+func (c *campaign) drive(ctx context.Context, kinds []string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if sleep(ctx, between(c.traffic, 500*time.Millisecond, 4*time.Second)) != nil {
+				return
+			}
+			if err := c.change(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Logf("FeatureGate change not written: %v", err)
+			}
+		}
+	}()
+	for ctx.Err() == nil {
+		if sleep(ctx, between(c.faults, time.Second, 5*time.Second)) != nil {
+			break
+		}
+		kind := kinds[c.faults.IntN(len(kinds))]
+		length := between(c.faults, time.Second, 8*time.Second)
+		pick := c.faults.IntN(2)
+		if c.isActive(kind) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.inject(context.WithoutCancel(ctx), kind, length, pick)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// between draws a duration in [lo, hi).
+func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.Int64N(int64(hi-lo)))
+}
+
+func (c *campaign) isActive(kind string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active[kind]
+}
+
+// inject runs one fault for length, recording its start and heal.
+func (c *campaign) inject(ctx context.Context, kind string, length time.Duration, pick int) {
+	c.mu.Lock()
+	c.active[kind] = true
+	c.injected[kind]++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.active, kind)
+		c.mu.Unlock()
+	}()
+	c.rec.Record(Event{Kind: KindFault, Fault: kind, Phase: PhaseStart, Stalls: stalling[kind]})
+	heal, err := c.start(ctx, kind, pick)
+	if err != nil {
+		c.cfg.Logf("fault %s not injected: %v", kind, err)
+	}
+	_ = sleep(ctx, length)
+	if heal != nil {
+		if err := heal(); err != nil {
+			c.cfg.Logf("fault %s not healed: %v", kind, err)
+		}
+	}
+	c.rec.Record(Event{Kind: KindFault, Fault: kind, Phase: PhaseHeal, Stalls: stalling[kind]})
+}
+
+// start begins a fault and returns what heals it.
+func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func() error, err error) {
+	switch kind {
+	case "link-hold":
+		c.link.Hold()
+		return ok(c.link.Release), nil
+	case "link-delay":
+		c.link.Delay(300 * time.Millisecond)
+		return ok(func() { c.link.Delay(0) }), nil
+	case "link-cut":
+		c.link.Cut()
+		return ok(c.link.Restore), nil
+	case "apiserver-etcd-cut":
+		c.etcd.Hold()
+		return ok(c.etcd.Release), nil
+	case "apiserver-freeze", "apiserver-kill":
+		pid, err := controlplane.APIServerPID(c.twin.Config)
+		if err != nil {
+			return nil, err
+		}
+		if kind == "apiserver-freeze" {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				return nil, err
+			}
+			return func() error { return syscall.Kill(pid, syscall.SIGCONT) }, nil
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, err
+		}
+		_ = c.twin.Stop() // reaps it
+		return c.twin.Start, nil
+	case "etcd-restart":
+		if err := c.cp.StopEtcd(); err != nil {
+			return nil, err
+		}
+		return c.cp.StartEtcd, nil
+	case "kill-consumer", "kill-operator":
+		names := []string{"consumer"}
+		if kind == "kill-operator" {
+			names = []string{"operator-0", "operator-1"}
+		}
+		c.mu.Lock()
+		p := c.procs[names[pick%len(names)]]
+		c.mu.Unlock()
+		p.kill()
+		return nil, nil
+	case "lease-stolen":
+		l := &coordinationv1.Lease{}
+		if err := c.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaseName}, l); err != nil {
+			return nil, err
+		}
+		thief := "robustness-thief"
+		l.Spec.HolderIdentity = &thief
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.RenewTime = &now
+		return nil, c.admin.Update(ctx, l)
+	}
+	return nil, fmt.Errorf("unknown fault %q", kind)
+}
+
+func ok(f func()) func() error { return func() error { f(); return nil } }
+
+// change writes one random change of the FeatureGate through the first API
+// server: of every kind the guard compares, and of a kind it must not
+// restart for (another version's entry).
+func (c *campaign) change(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fg := &configv1.FeatureGate{}
+	if err := c.admin.Get(ctx, client.ObjectKey{Name: "cluster"}, fg); err != nil {
+		return err
+	}
+	sets := []configv1.FeatureSet{configv1.Default, configv1.TechPreviewNoUpgrade, configv1.CustomNoUpgrade}
+	what := c.traffic.IntN(4)
+	set := sets[c.traffic.IntN(len(sets))]
+	flipOther := c.traffic.IntN(2) == 0
+	status := false
+	switch what {
+	case 0: // the feature set
+		fg.Spec.FeatureSet = set
+		fg.Spec.CustomNoUpgrade = nil
+		if set == configv1.CustomNoUpgrade {
+			fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{Enabled: []configv1.FeatureGateName{gate}}
+		}
+	case 1: // the gate in this version's status entry
+		status = true
+		enabled := !gateEnabled(fg)
+		setEntry(fg, version, enabled)
+	case 2: // another version's entry: no restart
+		status = true
+		setEntry(fg, "4.98.0", flipOther)
+	default: // the custom lists, when they count
+		if fg.Spec.FeatureSet != configv1.CustomNoUpgrade {
+			fg.Spec.FeatureSet = configv1.CustomNoUpgrade
+		}
+		if fg.Spec.CustomNoUpgrade == nil {
+			fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{}
+		}
+		if len(fg.Spec.CustomNoUpgrade.Disabled) == 0 {
+			fg.Spec.CustomNoUpgrade.Disabled = []configv1.FeatureGateName{"GateC"}
+		} else {
+			fg.Spec.CustomNoUpgrade.Disabled = nil
+		}
+	}
+	sent := time.Now()
+	var err error
+	if status {
+		err = c.admin.Status().Update(ctx, fg)
+	} else {
+		err = c.admin.Update(ctx, fg)
+	}
+	if err != nil {
+		return err
+	}
+	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
+	return nil
+}
+
+// setEntry sets the gate in version's status entry, keeping the others.
+func setEntry(fg *configv1.FeatureGate, v string, enabled bool) {
+	on, off := []string{gate}, []string{"GateB"}
+	if !enabled {
+		on, off = off, on
+	}
+	entry := controlplane.GateDetails(v, on, off)
+	for i := range fg.Status.FeatureGates {
+		if fg.Status.FeatureGates[i].Version == v {
+			fg.Status.FeatureGates[i] = entry
+			return
+		}
+	}
+	fg.Status.FeatureGates = append(fg.Status.FeatureGates, entry)
+}
+
+func gateEnabled(fg *configv1.FeatureGate) bool {
+	for _, d := range fg.Status.FeatureGates {
+		if d.Version == version {
+			for _, a := range d.Enabled {
+				if a.Name == gate {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// valueOf is the FeatureGate as the consumer's decisions show it: its
+// feature set and the gate's state in the consumer's version.
+func valueOf(fg *configv1.FeatureGate) string {
+	set := string(fg.Spec.FeatureSet)
+	if set == "" { // configv1.Default is the empty string
+		set = "Default"
+	}
+	state := "disabled"
+	if gateEnabled(fg) {
+		state = "enabled"
+	}
+	return set + "/" + state
+}
+
+// observe records every payload object the operator applies, through the
+// first API server (no fault but etcd's restart touches it: the watch is
+// made again then).
+func (c *campaign) observe(ctx context.Context) {
+	seen := map[string]string{} // name → resourceVersion
+	for ctx.Err() == nil {
+		list := &corev1.ConfigMapList{}
+		if err := c.admin.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			_ = sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		for _, cm := range list.Items {
+			c.applied(seen, &cm)
+		}
+		w, err := c.adminWatch(ctx, list.ResourceVersion)
+		if err != nil {
+			_ = sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				c.applied(seen, cm)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (c *campaign) adminWatch(ctx context.Context, rv string) (watch.Interface, error) {
+	wc, err := client.NewWithWatch(c.cp.Config, client.Options{Scheme: controlplane.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	return wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+}
+
+func (c *campaign) applied(seen map[string]string, cm *corev1.ConfigMap) {
+	set, ok := payload[cm.Name]
+	if !ok || seen[cm.Name] == cm.ResourceVersion {
+		return
+	}
+	seen[cm.Name] = cm.ResourceVersion
+	c.rec.Record(Event{Kind: KindApplied, Object: cm.Name, Value: set, RV: cm.ResourceVersion})
+}
+
+// pollDecisions asks the consumer's /decide every 20 ms.
+func (c *campaign) pollDecisions(ctx context.Context) {
+	hc := &http.Client{Timeout: 500 * time.Millisecond}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		p := c.procs["consumer"]
+		c.mu.Unlock()
+		if p == nil || p.decide == "" {
+			continue
+		}
+		resp, err := hc.Get("http://" + p.decide + "/decide")
+		if err != nil {
+			continue // not running: its start and exit are recorded
+		}
+		code := resp.StatusCode
+		var d struct {
+			FeatureSet string `json:"featureSet"`
+			Enabled    bool   `json:"enabled"`
+		}
+		if code == http.StatusOK {
+			_ = json.NewDecoder(resp.Body).Decode(&d)
+		}
+		_ = resp.Body.Close()
+		e := Event{Kind: KindDecision, Proc: "consumer", Code: &code}
+		if code == http.StatusOK {
+			state := "disabled"
+			if d.Enabled {
+				state = "enabled"
+			}
+			e.Value = d.FeatureSet + "/" + state
+		}
+		c.rec.Record(e)
+	}
+}
+
+// pollReadiness records each process's readiness changes.
+func (c *campaign) pollReadiness(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		procs := make([]*supervised, 0, len(c.procs))
+		for _, p := range c.procs {
+			procs = append(procs, p)
+		}
+		c.mu.Unlock()
+		for _, p := range procs {
+			p.pollReady(c.rec)
+		}
+	}
+}
+
+// stats counts writes and decisions, and finds the worst staleness.
+func stats(h []Event) (writes, decisions int, worst time.Duration) {
+	tl := newTimeline(h)
+	for _, e := range h {
+		switch e.Kind {
+		case KindWrite:
+			writes++
+		case KindDecision:
+			if e.Code == nil || *e.Code != http.StatusOK {
+				continue
+			}
+			decisions++
+			if held, _, ok := tl.staleFor(e.T, func(v string) bool { return v == e.Value }); ok && held > worst {
+				worst = held
+			}
+		}
+	}
+	return writes, decisions, worst
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,242 @@
+package robustness
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/featuregate-operator/operator/test/framework/harness"
+)
+
+var (
+	seedFlag      = flag.Int64("robustness.seed", 0, "Seed of the first campaign; each next one adds 1 (0: from the clock).")
+	durationFlag  = flag.Duration("robustness.duration", 40*time.Second, "How long each campaign's traffic and faults last.")
+	campaignsFlag = flag.Int("robustness.campaigns", 2, "How many campaigns TestCampaigns runs.")
+	faultsFlag    = flag.String("robustness.faults", "", "Comma-separated fault kinds to draw from (empty: all).")
+	reportFlag    = flag.String("robustness.report", "", "Write the campaigns' table (Markdown) to this file.")
+	keepFlag      = flag.Bool("robustness.keep", false, "Keep each campaign's directory (history and logs) even when it passes.")
+)
+
+var bins struct{ manager, consumer, root string }
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv("FEATUREGATE_ROBUSTNESS") == "" {
+		fmt.Println("robustness: skipped (make test-robustness or make robustness runs it)")
+		os.Exit(0)
+	}
+	os.Exit(harness.RunWithManager(m, "robustness", func(b *harness.Built) {
+		bins.manager, bins.root = b.Manager, b.Root
+		bins.consumer = filepath.Join(filepath.Dir(b.Manager), "consumer")
+		if err := buildConsumer(b.Root, bins.consumer, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "robustness:", err)
+			os.Exit(1)
+		}
+	}))
+}
+
+// buildConsumer builds examples/consumer into out, with the files of
+// overlay (go build -overlay: path in the checkout → replacement) in place
+// of the checkout's.
+func buildConsumer(root, out string, overlay map[string]string) error {
+	args := []string{"build", "-o", out}
+	if len(overlay) > 0 {
+		data, err := json.Marshal(map[string]any{"Replace": overlay})
+		if err != nil {
+			return err
+		}
+		path := out + ".overlay.json"
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+		args = append(args, "-overlay", path)
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = filepath.Join(root, "examples", "consumer")
+	if outp, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build examples/consumer: %w\n%s", err, outp)
+	}
+	return nil
+}
+
+// campaignDir is a campaign's directory, removed when it passed unless
+// -robustness.keep.
+func campaignDir(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "robustness-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || *keepFlag {
+			t.Logf("campaign kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+func faultKinds() []string {
+	if *faultsFlag == "" {
+		return nil
+	}
+	return strings.Split(*faultsFlag, ",")
+}
+
+// Seeded campaigns of random traffic and random, overlapping faults; each
+// history must keep every rule of the checker.
+func TestCampaigns(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000
+	}
+	var results []Result
+	started := time.Now()
+	for i := range *campaignsFlag {
+		s := seed + int64(i)
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
+			defer cancel()
+			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)),
+				Manager: bins.manager, Consumer: bins.consumer, Faults: faultKinds(), Logf: t.Logf})
+			if err != nil {
+				t.Fatalf("campaign: %v", err)
+			}
+			results = append(results, res)
+			t.Logf("seed %d: %d writes, %d decisions checked, faults %v, worst staleness %s",
+				s, res.Writes, res.Decisions, res.Faults, res.WorstStaleness.Round(time.Millisecond))
+			for _, v := range res.Violations {
+				t.Errorf("%s", v)
+			}
+			if len(res.Violations) > 0 {
+				t.Errorf("replay: make robustness SEED=%d DURATION=%s%s (history: %s)", s, *durationFlag, faultsArg(), res.History)
+			}
+		})
+	}
+	if *reportFlag != "" {
+		if err := os.WriteFile(*reportFlag, []byte(reportOf(results, time.Since(started), seed)), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func faultsArg() string {
+	if *faultsFlag == "" {
+		return ""
+	}
+	return " ROBUSTNESS_FAULTS=" + *faultsFlag
+}
+
+// The checker must catch a guard with a known defect: here the freshness
+// deadline is removed at build time (the consumer is built with an overlay
+// of pkg/featuregate/monitor.go in which Current trusts a quiet watch and
+// the prover never runs), and silent links are the only fault. The report
+// must name the stale decisions and the seed.
+func TestPlantedBugIsCaught(t *testing.T) {
+	src := filepath.Join(bins.root, "pkg", "featuregate", "monitor.go")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := string(data)
+	for old, repl := range map[string]string{
+		"func (m *monitor) Current() bool { return m.current.Load() && m.prover.fresh() }": "func (m *monitor) Current() bool { return m.current.Load() }",
+		"if err := m.prover.run(ctx); ctx.Err() == nil {":                                   "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
+	} {
+		if !strings.Contains(planted, old) {
+			t.Fatalf("the planted bug no longer applies: %s has no %q (update the test with the code)", src, old)
+		}
+		planted = strings.Replace(planted, old, repl, 1)
+	}
+	dir := campaignDir(t, "planted")
+	patched := filepath.Join(dir, "monitor.go")
+	if err := os.WriteFile(patched, []byte(planted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	consumer := filepath.Join(dir, "consumer-planted")
+	if err := buildConsumer(bins.root, consumer, map[string]string{src: patched}); err != nil {
+		t.Fatal(err)
+	}
+	const seed = 7
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Seed: seed, Duration: 40 * time.Second, Dir: dir, Manager: bins.manager, Consumer: consumer,
+		Faults: []string{"link-hold"}, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("campaign: %v", err)
+	}
+	stale := 0
+	for _, v := range res.Violations {
+		if v.Rule == RuleStaleDecision {
+			if stale == 0 {
+				t.Logf("caught (seed %d): %s", seed, v)
+				for _, n := range v.Lines {
+					t.Logf("  history line %d: %s", n, lineOf(res.Events, n))
+				}
+			}
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Fatalf("seed %d: the checker did not catch a consumer without the freshness deadline (faults %v, %d writes, %d decisions; violations %v)",
+			seed, res.Faults, res.Writes, res.Decisions, res.Violations)
+	}
+	t.Logf("seed %d: %d stale decisions reported", seed, stale)
+}
+
+func lineOf(h []Event, n int) string {
+	for _, e := range h {
+		if e.Line == n {
+			data, _ := json.Marshal(e)
+			return string(data)
+		}
+	}
+	return "?"
+}
+
+// reportOf is the campaigns' table.
+func reportOf(rs []Result, took time.Duration, seed int64) string {
+	var b strings.Builder
+	faults := map[string]int{}
+	decisions, writes, violations := 0, 0, 0
+	var worst time.Duration
+	for _, r := range rs {
+		for k, n := range r.Faults {
+			faults[k] += n
+		}
+		decisions += r.Decisions
+		writes += r.Writes
+		violations += len(r.Violations)
+		worst = max(worst, r.WorstStaleness)
+	}
+	kinds := make([]string, 0, len(faults))
+	for k := range faults {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var fs []string
+	for _, k := range kinds {
+		fs = append(fs, fmt.Sprintf("%s %d", k, faults[k]))
+	}
+	rules := DefaultRules()
+	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| written | %s by `make robustness` (test/robustness) |\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "| campaigns | %d (seeds %d to %d), %s each of traffic and faults |\n", len(rs), seed, seed+int64(len(rs))-1, *durationFlag)
+	fmt.Fprintf(&b, "| total time | %s |\n", took.Round(time.Second))
+	fmt.Fprintf(&b, "| faults injected | %s |\n", strings.Join(fs, ", "))
+	fmt.Fprintf(&b, "| FeatureGate writes | %d |\n", writes)
+	fmt.Fprintf(&b, "| decisions checked | %d |\n", decisions)
+	fmt.Fprintf(&b, "| violations (target 0) | %d |\n", violations)
+	fmt.Fprintf(&b, "| worst staleness of a decision | %s (bound %s + allowance %s = %s) |\n", worst.Round(time.Millisecond), rules.Bound, rules.Allowance, rules.Bound+rules.Allowance)
+	return b.String()
+}
+
