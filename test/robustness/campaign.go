@@ -94,15 +94,15 @@ type campaign struct {
 	// faults, at the same moments, though not what the processes make of
 	// them.
 	traffic, faults *rand.Rand
-	rec   *Recorder
-	cp    *controlplane.ControlPlane
-	twin  *controlplane.Twin
-	link  *faultproxy.Proxy // processes → the twin
-	etcd  *faultproxy.Proxy // the twin → etcd
-	admin client.Client     // through the first API server, which no fault but etcd's restart touches
-	kube  string            // the processes' kubeconfig
+	rec             *Recorder
+	cp              *controlplane.ControlPlane
+	twin            *controlplane.Twin
+	link            *faultproxy.Proxy // processes → the twin
+	etcd            *faultproxy.Proxy // the twin → etcd
+	admin           client.Client     // through the first API server, which no fault but etcd's restart touches
+	kube            string            // the processes' kubeconfig
 
-	mu     sync.Mutex
+	mu       sync.Mutex
 	procs    map[string]*supervised
 	injected map[string]int
 	active   map[string]bool

@@ -150,7 +150,7 @@ func TestPlantedBugIsCaught(t *testing.T) {
 	planted := string(data)
 	for old, repl := range map[string]string{
 		"func (m *monitor) Current() bool { return m.current.Load() && m.prover.fresh() }": "func (m *monitor) Current() bool { return m.current.Load() }",
-		"if err := m.prover.run(ctx); ctx.Err() == nil {":                                   "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
+		"if err := m.prover.run(ctx); ctx.Err() == nil {":                                  "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
 	} {
 		if !strings.Contains(planted, old) {
 			t.Fatalf("the planted bug no longer applies: %s has no %q (update the test with the code)", src, old)
@@ -239,4 +239,3 @@ func reportOf(rs []Result, took time.Duration, seed int64) string {
 	fmt.Fprintf(&b, "| worst staleness of a decision | %s (bound %s + allowance %s = %s) |\n", worst.Round(time.Millisecond), rules.Bound, rules.Allowance, rules.Bound+rules.Allowance)
 	return b.String()
 }
-
