@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
@@ -29,6 +32,9 @@ var bins struct{ manager, consumer, root string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The processes' logs are the story; the harness's own clients say
+	// nothing worth reading.
+	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv("FEATUREGATE_ROBUSTNESS") == "" {
 		fmt.Println("robustness: skipped (make test-robustness or make robustness runs it)")
 		os.Exit(0)
