@@ -71,6 +71,9 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for: not bad input
+		}
 		return 2
 	}
 	fail := func(err error) int {

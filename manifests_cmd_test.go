@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -361,5 +362,25 @@ func TestManifestsPlaceholderNeedsACluster(t *testing.T) {
 	code, _, errOut := runManifests(t, "--manifests-dir", dir, "--feature-set", "Default", "--release-version", "0.0.1-snapshot")
 	if code != 2 || !strings.Contains(errOut, "--release-version 0.0.1-snapshot is a placeholder, resolved only from a cluster's ClusterVersion") {
 		t.Errorf("exit %d, %s", code, errOut)
+	}
+}
+
+// Help is asked for, not bad input: every subcommand's --help exits 0 and
+// prints its usage; an unknown flag stays exit 2.
+func TestSubcommandHelpExitsZero(t *testing.T) {
+	for name, cmd := range map[string]func([]string, io.Writer, io.Writer) int{"manifests": manifestsCommand, "audit": auditCommand} {
+		for _, help := range []string{"--help", "-h"} {
+			var out, errOut bytes.Buffer
+			if code := cmd([]string{help}, &out, &errOut); code != 0 {
+				t.Errorf("%s %s: exit %d, want 0", name, help, code)
+			}
+			if !strings.Contains(errOut.String(), "manager "+name) {
+				t.Errorf("%s %s printed no usage: %q", name, help, errOut.String())
+			}
+		}
+		var out, errOut bytes.Buffer
+		if code := cmd([]string{"--no-such-flag"}, &out, &errOut); code != 2 {
+			t.Errorf("%s --no-such-flag: exit %d, want 2", name, code)
+		}
 	}
 }
