@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,15 +15,13 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/yaml"
 
+	"github.com/featuregate-operator/operator/internal/mustgather"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -117,11 +113,11 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		src, reader, sourceFlag = liveCluster{c: c, source: where}, c, "--from-cluster"
 	} else {
-		g, err := openMustGather(*mustGatherDir, ms)
+		g, err := mustgather.Open(*mustGatherDir, mustgather.Options{Plurals: crdPlurals(ms)})
 		if err != nil {
 			return fail(fmt.Errorf("--must-gather: %w", err))
 		}
-		src, reader, sourceFlag = g, g, "--must-gather"
+		src, reader, sourceFlag = mustGatherSource{g}, mustgather.Reader{Gather: g, Scheme: auditScheme}, "--must-gather"
 	}
 	features, inputs, err := readClusterFrom(reader, sourceFlag, *featureGateName, *filters.releaseVersion)
 	if err != nil {
@@ -205,12 +201,12 @@ type auditFinding struct {
 }
 
 // presence is what a source knows of an object.
-type presence int
+type presence = mustgather.Presence
 
 const (
-	absent presence = iota
-	present
-	unknown
+	absent  = mustgather.Absent
+	present = mustgather.Present
+	unknown = mustgather.Unknown
 )
 
 // presenceSource tells whether objects exist: a live cluster or a
@@ -397,64 +393,6 @@ func (l liveCluster) present(ctx context.Context, obj *unstructured.Unstructured
 	}
 }
 
-// mustGather is the output of `oc adm must-gather` or `oc adm inspect`: in
-// its image directory, cluster-scoped objects under
-// cluster-scoped-resources/<group>/ and namespaced ones under
-// namespaces/<namespace>/<group>/ (the core group spelled "core"), each
-// either in <resource>/<name>.yaml or as an item of <resource>.yaml, a
-// List of every object of the resource there. An inspected namespace has
-// its directory namespaces/<name>/.
-//
-// A resource with a list file was collected whole: an object not in it is
-// absent. A resource without one was not collected, or only some of its
-// objects (related objects are gathered by name): an object not found is
-// unknown.
-type mustGather struct {
-	dir     string
-	lists   map[string]map[string]json.RawMessage // list file -> name -> item
-	plurals map[schema.GroupKind]string           // from the payload's CRDs
-}
-
-// openMustGather opens dir, the must-gather's root (with exactly one
-// image directory in it) or its image directory.
-func openMustGather(dir string, ms []manifest.Manifest) (*mustGather, error) {
-	g := &mustGather{dir: dir, lists: map[string]map[string]json.RawMessage{}, plurals: crdPlurals(ms)}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if fi, statErr := os.Stat(dir); statErr == nil && !fi.IsDir() {
-			return nil, fmt.Errorf("%s is a file, not a directory: extract the must-gather archive first", dir)
-		}
-		return nil, err
-	}
-	if isImageDir(dir) {
-		return g, nil
-	}
-	var found []string
-	for _, e := range entries {
-		if e.IsDir() && isImageDir(filepath.Join(dir, e.Name())) {
-			found = append(found, e.Name())
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("%s: not a must-gather: no cluster-scoped-resources/ or namespaces/ in it nor in a directory in it", dir)
-	case 1:
-		g.dir = filepath.Join(dir, found[0])
-		return g, nil
-	default:
-		return nil, fmt.Errorf("%s holds %d image directories (%s): pass the one of openshift/must-gather", dir, len(found), strings.Join(found, ", "))
-	}
-}
-
-func isImageDir(dir string) bool {
-	for _, sub := range []string{"cluster-scoped-resources", "namespaces"} {
-		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
 // crdPlurals maps the kinds the payload's CustomResourceDefinitions define
 // to their resource names; other kinds are guessed, as kubectl does.
 func crdPlurals(ms []manifest.Manifest) map[schema.GroupKind]string {
@@ -473,137 +411,13 @@ func crdPlurals(ms []manifest.Manifest) map[schema.GroupKind]string {
 	return out
 }
 
-func (g *mustGather) where() string      { return "must-gather " + g.dir }
-func (g *mustGather) unknownWhy() string { return "not collected" }
+// mustGatherSource is a must-gather as the audit reads it.
+type mustGatherSource struct{ *mustgather.Gather }
 
-func (g *mustGather) resource(gk schema.GroupKind) string {
-	if plural, ok := g.plurals[gk]; ok {
-		return plural
-	}
-	plural, _ := meta.UnsafeGuessKindToResource(gk.WithVersion(""))
-	return plural.Resource
-}
-
-// lookup finds an object: its data and the file it is in; when not found,
-// whether the resource was collected whole (a list file) and the files
-// that would have held it.
-func (g *mustGather) lookup(group, resource, namespace, name string) (data []byte, file string, collected bool, tried []string, err error) {
-	groupDir := group
-	if groupDir == "" {
-		groupDir = "core"
-	}
-	base := filepath.Join(g.dir, "cluster-scoped-resources", groupDir)
-	if namespace != "" {
-		base = filepath.Join(g.dir, "namespaces", namespace, groupDir)
-	}
-	own := filepath.Join(base, resource, name+".yaml")
-	switch data, err := os.ReadFile(own); {
-	case err == nil:
-		return data, own, true, nil, nil
-	case !errors.Is(err, iofs.ErrNotExist):
-		return nil, own, false, nil, err
-	}
-	listFile := filepath.Join(base, resource+".yaml")
-	items, err := g.list(listFile)
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		return nil, "", false, []string{own, listFile}, nil
-	case err != nil:
-		return nil, listFile, false, nil, err
-	}
-	if item, ok := items[name]; ok {
-		return item, listFile, true, nil, nil
-	}
-	return nil, "", true, []string{own, listFile}, nil
-}
-
-// list reads a list file once: a List (its items' missing apiVersion and
-// kind are the list's) or a single object.
-func (g *mustGather) list(path string) (map[string]json.RawMessage, error) {
-	if items, ok := g.lists[path]; ok {
-		return items, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var l struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
-	}
-	if err := yaml.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	raw := l.Items
-	itemKind, itemVersion := strings.TrimSuffix(l.Kind, "List"), l.APIVersion
-	if !strings.HasSuffix(l.Kind, "List") {
-		one, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		raw = []json.RawMessage{one}
-	}
-	items := map[string]json.RawMessage{}
-	for i, item := range raw {
-		var obj map[string]interface{}
-		if err := json.Unmarshal(item, &obj); err != nil {
-			return nil, fmt.Errorf("%s: items[%d]: %w", path, i, err)
-		}
-		u := unstructured.Unstructured{Object: obj}
-		if u.GetName() == "" {
-			return nil, fmt.Errorf("%s: items[%d] has no metadata.name", path, i)
-		}
-		if u.GetKind() == "" && l.Kind != "List" {
-			u.SetKind(itemKind)
-			u.SetAPIVersion(itemVersion)
-			if item, err = json.Marshal(obj); err != nil {
-				return nil, fmt.Errorf("%s: items[%d]: %w", path, i, err)
-			}
-		}
-		items[u.GetName()] = item
-	}
-	g.lists[path] = items
-	return items, nil
-}
-
-// present reads the must-gather for obj. A Namespace exists when the
-// must-gather inspected it (namespaces/<name>/) or holds it as a
-// cluster-scoped object; otherwise it is absent.
-func (g *mustGather) present(_ context.Context, obj *unstructured.Unstructured) (presence, string, error) {
-	id := manifest.IDOf(obj)
-	resource := g.resource(schema.GroupKind{Group: id.Group, Kind: id.Kind})
-	isNamespace := id.Group == "" && id.Kind == "Namespace"
-	nsDir := filepath.Join("namespaces", id.Name) + "/"
-	if isNamespace {
-		if fi, err := os.Stat(filepath.Join(g.dir, nsDir)); err == nil && fi.IsDir() {
-			return present, nsDir, nil
-		}
-	}
-	_, file, collected, tried, err := g.lookup(id.Group, resource, id.Namespace, id.Name)
-	for i := range tried {
-		tried[i] = g.rel(tried[i])
-	}
-	switch {
-	case err != nil:
-		return unknown, "", err
-	case file != "":
-		return present, g.rel(file), nil
-	case isNamespace:
-		return absent, fmt.Sprintf("no %s, %s nor %s", nsDir, tried[0], tried[1]), nil
-	case collected:
-		return absent, "not in " + tried[1], nil
-	default:
-		return unknown, fmt.Sprintf("not collected: no %s nor %s", tried[0], tried[1]), nil
-	}
-}
-
-// rel is path within the image directory, for evidence.
-func (g *mustGather) rel(path string) string {
-	if r, err := filepath.Rel(g.dir, path); err == nil {
-		return r
-	}
-	return path
+func (g mustGatherSource) where() string      { return g.Where() }
+func (g mustGatherSource) unknownWhy() string { return "not collected" }
+func (g mustGatherSource) present(_ context.Context, obj *unstructured.Unstructured) (presence, string, error) {
+	return g.Present(obj)
 }
 
 // auditScheme maps the types readClusterFrom reads to their kinds.
@@ -613,32 +427,3 @@ var auditScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// Get reads a config.openshift.io object (the FeatureGate, the
-// ClusterVersion) from the must-gather, decoded as the manifests command
-// decodes such files; one that is not there is NotFound, as from a cluster.
-func (g *mustGather) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	gvk, err := apiutil.GVKForObject(obj, auditScheme)
-	if err != nil {
-		return err
-	}
-	resource := g.resource(gvk.GroupKind())
-	data, file, _, tried, err := g.lookup(gvk.Group, resource, key.Namespace, key.Name)
-	if err != nil {
-		return err
-	}
-	if file == "" {
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound,
-			Details: &metav1.StatusDetails{Group: gvk.Group, Kind: resource, Name: key.Name},
-			Message: fmt.Sprintf("%s %s is in neither %s", gvk.Kind, key.Name, strings.Join(tried, " nor ")),
-		}}
-	}
-	return decodeObject(file, data, gvk.Kind, obj)
-}
-
-// List is not needed: readClusterFrom and controllers.ReadInputs only Get.
-func (g *mustGather) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("a must-gather is not listed")
-}
-
-var _ client.Reader = (*mustGather)(nil)

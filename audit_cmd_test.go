@@ -1,9 +1,12 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -280,8 +283,10 @@ func TestAuditBadInput(t *testing.T) {
 		{"missing manifests dir", []string{"--manifests-dir", missing, "--must-gather", good}, []string{"--manifests-dir", missing}},
 		{"missing must-gather", []string{"--manifests-dir", seedPayload, "--must-gather", missing}, []string{"--must-gather", missing}},
 		{"not a must-gather", []string{"--manifests-dir", seedPayload, "--must-gather", seedPayload}, []string{seedPayload + ": not a must-gather"}},
-		{"a must-gather archive", []string{"--manifests-dir", seedPayload, "--must-gather", filepath.Join(seedMustGather, "timestamp")}, []string{"extract the must-gather archive first"}},
-		{"two image directories", []string{"--manifests-dir", seedPayload, "--must-gather", twoImages}, []string{"2 image directories (a, b)"}},
+		{"a file that is no archive", []string{"--manifests-dir", seedPayload, "--must-gather", filepath.Join(seedMustGather, "timestamp")}, []string{
+			filepath.Join(seedMustGather, "timestamp") + ": not a must-gather archive (.tar or .tar.gz)"}},
+		{"two empty image directories", []string{"--manifests-dir", seedPayload, "--must-gather", twoImages}, []string{
+			"FeatureGate cluster not read", filepath.Join(twoImages, "b", "cluster-scoped-resources", "config.openshift.io", "featuregates.yaml")}},
 		{"unreadable FeatureGate", []string{"--manifests-dir", seedPayload, "--must-gather", root}, []string{
 			"--must-gather: FeatureGate cluster not read; no feature set assumed: " + featureGates, "featureSett"}},
 		{"no FeatureGate", []string{"--manifests-dir", seedPayload, "--must-gather", noFeatureGate}, []string{
@@ -355,5 +360,79 @@ func TestAuditFromCluster(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "excluded but present") || !strings.Contains(out, "default/default-only") ||
 		!strings.Contains(out, "3 objects checked: 0 missing, 1 excluded but present") {
 		t.Errorf("Default-only ConfigMap present: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// archive writes root's files into a .tar (gzipped when gz) the way
+// must-gather archives are made: paths below one top directory.
+func archive(t *testing.T, root string, gz bool) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "must-gather.tar")
+	if gz {
+		name += ".gz"
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var w io.Writer = f
+	var zw *gzip.Writer
+	if gz {
+		zw = gzip.NewWriter(f)
+		w = zw
+	}
+	tw := tar.NewWriter(w)
+	if err := tw.AddFS(os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
+}
+
+// The seed's reporter had the archive: it is read as it is, .tar or
+// .tar.gz, with the same findings as the directory, its files named inside
+// the archive.
+func TestAuditMustGatherArchive(t *testing.T) {
+	_, dir, _ := runAuditJSON(t, "--manifests-dir", seedPayload, "--must-gather", seedMustGather, "--release-version", seedVersion)
+	for _, gz := range []bool{false, true} {
+		name := archive(t, seedMustGather, gz)
+		code, r, errOut := runAuditJSON(t, "--manifests-dir", seedPayload, "--must-gather", name, "--release-version", seedVersion)
+		if code != 1 {
+			t.Fatalf("%s: exit %d: %s", name, code, errOut)
+		}
+		if got, want := r.listed(), dir.listed(); !slices.Equal(got, want) || r.Unknown != dir.Unknown || r.Checked != dir.Checked {
+			t.Errorf("%s: listed %v (unknown %d), want %v (unknown %d) as from the directory", name, got, r.Unknown, want, dir.Unknown)
+		}
+		if want := "must-gather " + name + " (image directories "; strings.HasPrefix(r.Source, want) {
+			t.Errorf("source %q: one image directory, not several", r.Source)
+		}
+		if !strings.Contains(r.Source, name) {
+			t.Errorf("source %q does not name %s", r.Source, name)
+		}
+	}
+}
+
+// A must-gather run with several images has an image directory each: an
+// object found in any of them is present.
+func TestAuditMustGatherSeveralImageDirectories(t *testing.T) {
+	root, _ := copyMustGather(t)
+	other := filepath.Join(root, "quay-io-openshift-other-must-gather")
+	addCAPINamespace(t, other)
+	for _, src := range []string{root, archive(t, root, true)} {
+		code, r, errOut := runAuditJSON(t, "--manifests-dir", seedPayload, "--must-gather", src, "--release-version", seedVersion)
+		if code != 0 {
+			t.Errorf("%s: exit %d, want 0 (the namespace is in the other image directory): %v %s", src, code, r.listed(), errOut)
+		}
+		if !strings.Contains(r.Source, "image directories "+filepath.Base(other)+", "+seedImageDir) {
+			t.Errorf("source %q does not name both image directories", r.Source)
+		}
 	}
 }
