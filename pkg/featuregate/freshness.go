@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // freshness is the guard's proof that its snapshot still holds, with a
@@ -78,6 +79,8 @@ type prover struct {
 	compare func(context.Context, *configv1.FeatureGate) bool
 	log     logr.Logger
 	name    string
+	// lapses counts each lapse; nil counts nothing.
+	lapses prometheus.Counter
 
 	// lapsedAt is when the proof last lapsed, zero while it holds; it
 	// outlives one run, as a lapse may outlive the watch it started under.
@@ -153,6 +156,9 @@ func (p *prover) run(ctx context.Context) error {
 			}
 			if p.lapsedAt.IsZero() {
 				p.lapsedAt = now
+				if p.lapses != nil {
+					p.lapses.Inc()
+				}
 				reason := "no consistent read answered yet"
 				switch {
 				case lastErr != nil:

@@ -61,6 +61,7 @@ func TestGuardCurrentNeedsFreshProof(t *testing.T) {
 	g.Expect(line.Get("bound")).To(Equal("600ms"))
 	g.Consistently(gd.guard.Current).WithTimeout(2*time.Second).Should(BeFalse(), "Current while no read is answered")
 	g.Expect(gd.log.CountWhere(logLapsed)).To(Equal(1), "a lapse is logged once")
+	g.Expect(metric(t, gd.reg, "featuregate_guard_freshness_lapses_total", "")).To(Equal(1.0), "and counted once")
 
 	released := time.Now()
 	hold.Store(false)

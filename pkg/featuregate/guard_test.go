@@ -392,11 +392,11 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	// has returned, every comparison is over, and only the first detection
 	// was reported.
 	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
-	g.Expect(metric(t, gd.reg, "featuregate_operator_shutdown_requests_total", "")).To(Equal(1.0))
+	g.Expect(metric(t, gd.reg, "featuregate_guard_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(events).To(HaveLen(1))
-	g.Expect(metric(t, gd.reg, "featuregate_operator_startup_feature_set", "Default")).To(Equal(1.0))
+	g.Expect(metric(t, gd.reg, "featuregate_guard_startup_feature_set", "Default")).To(Equal(1.0))
 }
 
 // Updates that change nothing the snapshot holds must not restart the
@@ -962,7 +962,7 @@ func TestGuardOnlyTheFirstDetectionIsReported(t *testing.T) {
 
 	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
 	g.Expect(gd.stopLine(t).Get("detectedBy")).To(Equal("verify"))
-	g.Expect(metric(t, gd.reg, "featuregate_operator_shutdown_requests_total", "")).To(Equal(1.0))
+	g.Expect(metric(t, gd.reg, "featuregate_guard_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(events).To(HaveLen(1))
@@ -1036,7 +1036,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(found).To(BeTrue(), "no log line with the snapshot")
 	g.Expect(line.Get("snapshot")).To(Equal(s.String()), "the log keeps the whole snapshot")
 	g.Expect(line.Get("featureSet")).To(Equal("TechPreviewNoUpgrade"))
-	g.Expect(metric(t, gd.reg, "featuregate_operator_startup_feature_set", "TechPreviewNoUpgrade")).To(Equal(1.0))
+	g.Expect(metric(t, gd.reg, "featuregate_guard_startup_feature_set", "TechPreviewNoUpgrade")).To(Equal(1.0))
 	// Watching one gate narrows restarts, never what is enabled.
 	for _, a := range enabled {
 		g.Expect(gd.guard.Enabled(a.Name)).To(BeTrue(), string(a.Name))

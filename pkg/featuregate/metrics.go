@@ -6,11 +6,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the guard's two: which feature set this process started with,
-// and how often it asked to stop.
+// metrics are the guard's: which feature set this process started with,
+// how often it asked to stop, and how often its proof lapsed.
 type metrics struct {
 	startupFeatureSet *prometheus.GaugeVec
 	shutdownRequests  prometheus.Counter
+	freshnessLapses   prometheus.Counter
 }
 
 // newMetrics registers the metrics on reg, reusing ones registered already
@@ -27,13 +28,21 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 			Name:      "shutdown_requests_total",
 			Help:      "Comparisons that found the FeatureGate different from the startup snapshot and asked for a shutdown.",
 		}),
+		freshnessLapses: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Name:      "freshness_lapses_total",
+			Help:      "Times the proof that the FeatureGate still matches the snapshot grew older than the freshness bound (Current false until a read matches again).",
+		}),
 	}
 	var err error
 	m.startupFeatureSet, err = register(reg, m.startupFeatureSet)
 	if err != nil {
 		return metrics{}, err
 	}
-	m.shutdownRequests, err = register(reg, m.shutdownRequests)
+	if m.shutdownRequests, err = register(reg, m.shutdownRequests); err != nil {
+		return metrics{}, err
+	}
+	m.freshnessLapses, err = register(reg, m.freshnessLapses)
 	return m, err
 }
 

@@ -39,7 +39,7 @@ type monitor struct {
 
 func newMonitor(src source, name string, a alarm, c *comparison, bound time.Duration, log logr.Logger) *monitor {
 	m := &monitor{src: src, name: name, alarm: a, comparison: c, log: log}
-	m.prover = &prover{freshness: newFreshness(bound), read: func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) }, name: name, log: log,
+	m.prover = &prover{freshness: newFreshness(bound), lapses: c.metrics.freshnessLapses, read: func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) }, name: name, log: log,
 		compare: func(ctx context.Context, fg *configv1.FeatureGate) bool { return c.compare(ctx, fg, "freshness") }}
 	return m
 }

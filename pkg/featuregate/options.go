@@ -96,8 +96,10 @@ const (
 	// for its view (the API down, the file unreadable): a change made
 	// meanwhile is seen within about this long of becoming readable.
 	retryInterval = 250 * time.Millisecond
-	// metricsNamespace prefixes the guard's metric names.
-	metricsNamespace = "featuregate_operator"
+	// metricsNamespace prefixes the guard's metric names: the library's,
+	// whichever operator embeds it, as controller-runtime's are
+	// controller_runtime_*.
+	metricsNamespace = "featuregate_guard"
 )
 
 // withDefaults validates o and fills in the defaults.

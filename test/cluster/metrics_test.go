@@ -41,7 +41,7 @@ func TestMetricsThroughService(t *testing.T) {
 		body = b
 		return code, err
 	}).WithTimeout(changeTimeout).WithPolling(poll).Should(Equal(http.StatusOK), "scrape %s with the metrics-reader token", url)
-	g.Expect(body).To(ContainSubstring(`featuregate_operator_startup_feature_set{feature_set="TechPreviewNoUpgrade"} 1`))
+	g.Expect(body).To(ContainSubstring(`featuregate_guard_startup_feature_set{feature_set="TechPreviewNoUpgrade"} 1`))
 	g.Expect(status(ctx, url, stranger)).To(Equal(http.StatusForbidden), "a token without the metrics-reader role")
 	g.Expect(status(ctx, url, "")).To(Equal(http.StatusUnauthorized), "no token")
 }

@@ -83,7 +83,7 @@ func TestSecureMetrics(t *testing.T) {
 		code, body, err := scrape(scraperToken)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(code).To(Equal(http.StatusOK), "metrics-reader token: %s", body)
-		g.Expect(body).To(ContainSubstring(`featuregate_operator_startup_feature_set{feature_set="TechPreviewNoUpgrade"} 1`))
+		g.Expect(body).To(ContainSubstring(`featuregate_guard_startup_feature_set{feature_set="TechPreviewNoUpgrade"} 1`))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	code, body, err := scrape(strangerToken)
