@@ -46,7 +46,7 @@ manifests: controller-gen ## Generate RBAC: config/rbac/role.yaml from +kubebuil
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods for api/.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: fmt
 fmt: ## Run go fmt (the operator and test/bench, a module of its own).
