@@ -13,8 +13,6 @@ RUN go mod download
 
 # Copy the go source
 COPY main.go main.go
-COPY manifests_cmd.go manifests_cmd.go
-COPY audit_cmd.go audit_cmd.go
 COPY api/ api/
 COPY controllers/ controllers/
 COPY pkg/ pkg/

@@ -25,6 +25,8 @@ import (
 
 	"github.com/featuregate-operator/operator/api/v1alpha1"
 	"github.com/featuregate-operator/operator/controllers"
+	"github.com/featuregate-operator/operator/internal/cmd/audit"
+	"github.com/featuregate-operator/operator/internal/cmd/manifests"
 	"github.com/featuregate-operator/operator/internal/config"
 	"github.com/featuregate-operator/operator/internal/metricsauth"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
@@ -38,10 +40,10 @@ func main() {
 	// stderr unless the signal is delivered to a channel.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "manifests" {
-		os.Exit(manifestsCommand(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(manifests.Run(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "audit" {
-		os.Exit(auditCommand(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(audit.Run(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:]))
 }

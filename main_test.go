@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/featuregate-operator/operator/internal/cmd/audit"
+	"github.com/featuregate-operator/operator/internal/cmd/manifests"
 )
 
 // The kubelet's namespace file ends with no newline today; a hand-made one
@@ -29,5 +35,25 @@ func TestLeaderElectionLost(t *testing.T) {
 	}
 	if leaderElectionLost(errors.New("failed to wait for caches to sync")) {
 		t.Error("another error taken for a lost lease")
+	}
+}
+
+// Help is asked for, not bad input: every subcommand's --help exits 0 and
+// prints its usage; an unknown flag stays exit 2.
+func TestSubcommandHelpExitsZero(t *testing.T) {
+	for name, cmd := range map[string]func([]string, io.Writer, io.Writer) int{"manifests": manifests.Run, "audit": audit.Run} {
+		for _, help := range []string{"--help", "-h"} {
+			var out, errOut bytes.Buffer
+			if code := cmd([]string{help}, &out, &errOut); code != 0 {
+				t.Errorf("%s %s: exit %d, want 0", name, help, code)
+			}
+			if !strings.Contains(errOut.String(), "manager "+name) {
+				t.Errorf("%s %s printed no usage: %q", name, help, errOut.String())
+			}
+		}
+		var out, errOut bytes.Buffer
+		if code := cmd([]string{"--no-such-flag"}, &out, &errOut); code != 2 {
+			t.Errorf("%s --no-such-flag: exit %d, want 2", name, code)
+		}
 	}
 }

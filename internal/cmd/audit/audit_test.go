@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"archive/tar"
@@ -65,7 +65,7 @@ func (r auditJSON) listed() []string {
 func runAudit(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := auditCommand(args, &stdout, &stderr)
+	code := Run(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -435,4 +435,10 @@ func TestAuditMustGatherSeveralImageDirectories(t *testing.T) {
 			t.Errorf("source %q does not name both image directories", r.Source)
 		}
 	}
+}
+
+// gated is a ConfigMap manifest with the given annotations.
+func gated(name, annotations string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: default\n  annotations:\n" +
+		"    include.release.openshift.io/self-managed-high-availability: \"true\"\n" + annotations
 }

@@ -1,7 +1,9 @@
-package main
+// Package manifests is the `manager manifests` command: which manifests of
+// a payload directory a cluster gets, and why, without a cluster or
+// against one; and the RBAC that applying them needs.
+package manifests
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,33 +11,28 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/controllers"
+	"github.com/featuregate-operator/operator/internal/cmd/cluster"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
-// manifestsCommand prints, without a cluster, which manifests of a directory
+// Run prints, without a cluster, which manifests of a directory
 // a cluster gets and why: with --feature-gate the gates of a FeatureGate
 // file, otherwise each feature set with no gate enabled. It exits 1 when a
 // manifest cannot be read or two kept manifests define one object, 2 on bad
 // flags or input files.
-func manifestsCommand(args []string, stdout, stderr io.Writer) int {
+func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
 	featureSet := fs.String("feature-set", "", "Only these feature sets, comma separated (default: every known one), each with no gate enabled. Not with --feature-gate.")
 	featureGate := fs.String("feature-gate", "", "FeatureGate YAML or JSON file (like openshift/api payload-manifests/featuregates/*.yaml): its feature set and the enabled gates of its status entry for --release-version (the first entry without it).")
-	filters := bindFilterFlags(fs)
-	releaseVersion := filters.releaseVersion
+	filters := cluster.BindFilterFlags(fs)
+	releaseVersion := filters.ReleaseVersion
 	capabilities := fs.String("capabilities", "", "Enabled capabilities, comma separated (empty: none), against the capabilities openshift/api knows. Not with --cluster-version.")
 	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live FeatureGate and ClusterVersion the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --feature-gate, --feature-set, --capabilities or --cluster-version.")
@@ -80,14 +77,14 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
 	}
 
-	if placeholder(*releaseVersion) && !*fromCluster {
+	if cluster.Placeholder(*releaseVersion) && !*fromCluster {
 		return fail(fmt.Errorf("--release-version %s is a placeholder, resolved only from a cluster's ClusterVersion: use --from-cluster, or give the release's version", *releaseVersion))
 	}
-	cluster, err := filters.cluster()
+	target, err := filters.Cluster()
 	if err != nil {
 		return fail(err)
 	}
-	report := manifest.Report{Cluster: cluster}
+	report := manifest.Report{Cluster: target}
 	if *featureSet != "" {
 		report.FeatureSets = strings.Split(*featureSet, ",")
 	}
@@ -99,11 +96,11 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		report.Cluster.Features = f
 	}
 	if *fromCluster {
-		features, inputs, err := readCluster(*kubeconfig, *featureGateName, *releaseVersion)
+		features, inputs, err := cluster.Read(*kubeconfig, *featureGateName, *releaseVersion)
 		if err != nil {
 			return fail(err)
 		}
-		if err := withVersion(&report.Cluster, features.Version()); err != nil {
+		if err := cluster.WithVersion(&report.Cluster, features.Version()); err != nil {
 			return fail(err)
 		}
 		fmt.Fprintf(stderr, "manifests: FeatureGate %s: feature set %s, release version %s; capability filter %s\n", *featureGateName, features.FeatureSetName(), orNone(features.Version()), inputs.Filter())
@@ -139,122 +136,6 @@ func manifestsCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// filterFlags are the inclusion inputs that neither the FeatureGate nor the
-// ClusterVersion holds, bound alike by `manifests` and `audit`.
-type filterFlags struct {
-	releaseVersion, profile, excludeID *string
-}
-
-func bindFilterFlags(fs *flag.FlagSet) filterFlags {
-	return filterFlags{
-		releaseVersion: fs.String("release-version", "", "Release version, e.g. 4.22.0: selects the FeatureGate status entry and the major version for release.openshift.io/major-version."),
-		profile:        fs.String("cluster-profile", "", "Cluster profile (include.release.openshift.io/<profile>)."),
-		excludeID:      fs.String("exclude-identifier", "", "Exclude manifests annotated exclude.release.openshift.io/<identifier>: \"true\"."),
-	}
-}
-
-// cluster is the Cluster the flags describe: profile, exclude identifier
-// and the release's major version; no features, no capabilities. The
-// placeholder version has no major version: withVersion sets it once the
-// cluster's version is read.
-func (f filterFlags) cluster() (manifest.Cluster, error) {
-	c := manifest.Cluster{Profile: *f.profile, ExcludeIdentifier: *f.excludeID}
-	if placeholder(*f.releaseVersion) {
-		return c, nil
-	}
-	return c, withVersion(&c, *f.releaseVersion)
-}
-
-// placeholder says whether version is the one operators are built with
-// (featuregate.Options.VersionMarker): it stands for the cluster's version.
-func placeholder(version string) bool { return version == featuregate.Defaults().VersionMarker }
-
-// orNone is v, or "none" when empty.
-func orNone(v string) string {
-	if v == "" {
-		return "none"
-	}
-	return v
-}
-
-// withVersion sets c's major version from the release version, when there
-// is one.
-func withVersion(c *manifest.Cluster, version string) error {
-	if version == "" {
-		return nil
-	}
-	major, err := manifest.MajorVersion(version)
-	if err != nil {
-		return fmt.Errorf("--release-version: %w", err)
-	}
-	c.MajorVersion = &major
-	return nil
-}
-
-// readCluster reads what the operator reads at start and before each run:
-// the FeatureGate, as a snapshot for releaseVersion (never assumed: an
-// error when it cannot be read), and the ClusterVersion's inputs.
-func readCluster(kubeconfig, featureGateName, releaseVersion string) (featuregate.Snapshot, controllers.Inputs, error) {
-	c, err := clusterClient(kubeconfig)
-	if err != nil {
-		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("--from-cluster: %w", err)
-	}
-	return readClusterFrom(c, "--from-cluster", featureGateName, releaseVersion)
-}
-
-// clusterClient is a client for kubeconfig (empty: $KUBECONFIG,
-// ~/.kube/config or in-cluster): config.openshift.io/v1 typed, any other
-// kind unstructured, mapped by discovery.
-func clusterClient(kubeconfig string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	if cfg.QPS == 0 { // `audit` GETs every object of a payload, not 5 a second
-		cfg.QPS, cfg.Burst = 50, 100
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(configv1.Install(scheme))
-	return client.New(cfg, client.Options{Scheme: scheme})
-}
-
-// readClusterFrom is readCluster through reader, a cluster or what stands
-// for one; source prefixes the errors. A placeholder releaseVersion
-// (featuregate.Options.VersionMarker) is the ClusterVersion's version, as
-// the operator resolves it; the snapshot's Version says which was read.
-func readClusterFrom(reader client.Reader, source, featureGateName, releaseVersion string) (featuregate.Snapshot, controllers.Inputs, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if placeholder(releaseVersion) {
-		cv := &configv1.ClusterVersion{}
-		if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-			return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: --release-version %s is a placeholder; ClusterVersion version not read: %w", source, releaseVersion, err)
-		}
-		v, err := featuregate.ReleaseVersion(cv)
-		if err != nil {
-			return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
-		}
-		releaseVersion = v
-	}
-	fg := &configv1.FeatureGate{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
-		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: FeatureGate %s not read; no feature set assumed: %w", source, featureGateName, err)
-	}
-	// Read as the operator reads it: without the release version's entry
-	// the operator is not ready, and the gates would be a guess.
-	snap, err := featuregate.Read(fg, releaseVersion)
-	if err != nil {
-		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: initial FeatureGate not read yet: %w", source, err)
-	}
-	inputs, err := controllers.ReadInputs(ctx, reader, "")
-	if err != nil {
-		return featuregate.Snapshot{}, controllers.Inputs{}, fmt.Errorf("%s: %w", source, err)
-	}
-	return snap, inputs, nil
 }
 
 // readObjectFile decodes a YAML or JSON file strictly into obj and checks
@@ -392,4 +273,12 @@ func writeRBAC(stdout, stderr io.Writer, r manifest.RBAC, loadErrs []error) int 
 		return 1
 	}
 	return 0
+}
+
+// orNone is v, or "none" when empty.
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }

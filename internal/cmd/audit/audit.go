@@ -1,4 +1,8 @@
-package main
+// Package audit is the `manager audit` command: which objects that a
+// cluster's feature set includes are missing, and which it excludes (or
+// marks for deletion) are present, for a live cluster or a must-gather: what
+// the seed's reporter did by hand.
+package audit
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/cmd/cluster"
 	"github.com/featuregate-operator/operator/internal/mustgather"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
@@ -43,15 +48,15 @@ var stateLabels = map[string]string{
 	stateNotDeleted:      "not deleted",
 }
 
-// auditCommand answers "which objects that this cluster's feature set
+// Run answers "which objects that this cluster's feature set
 // includes are missing, which that it excludes are present, which that are
 // to be deleted are still there?" for a live cluster or a must-gather. It
 // exits 1 when it lists any, 0 when there are none, 2 on bad flags or input.
-func auditCommand(args []string, stdout, stderr io.Writer) int {
+func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
-	filters := bindFilterFlags(fs)
+	filters := cluster.BindFilterFlags(fs)
 	mustGatherDir := fs.String("must-gather", "", "Read the cluster from `DIR`, the output of oc adm must-gather or oc adm inspect: its root or the image directory in it. Not with --from-cluster.")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live cluster the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --must-gather.")
 	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
@@ -88,7 +93,7 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 	case *kubeconfig != "" && !*fromCluster:
 		return fail(errors.New("--kubeconfig is only for --from-cluster"))
 	}
-	cluster, err := filters.cluster()
+	target, err := filters.Cluster()
 	if err != nil {
 		return fail(err)
 	}
@@ -103,7 +108,7 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 		sourceFlag string
 	)
 	if *fromCluster {
-		c, err := clusterClient(*kubeconfig)
+		c, err := cluster.Client(*kubeconfig)
 		if err != nil {
 			return fail(fmt.Errorf("--from-cluster: %w", err))
 		}
@@ -119,12 +124,12 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		src, reader, sourceFlag = mustGatherSource{g}, mustgather.Reader{Gather: g, Scheme: auditScheme}, "--must-gather"
 	}
-	features, inputs, err := readClusterFrom(reader, sourceFlag, *featureGateName, *filters.releaseVersion)
+	features, inputs, err := cluster.ReadFrom(reader, sourceFlag, *featureGateName, *filters.ReleaseVersion)
 	if err != nil {
 		return fail(err)
 	}
-	cluster.Features, cluster.Capabilities, cluster.Overrides = features, inputs.Capabilities, inputs.Overrides
-	if err := withVersion(&cluster, features.Version()); err != nil {
+	target.Features, target.Capabilities, target.Overrides = features, inputs.Capabilities, inputs.Overrides
+	if err := cluster.WithVersion(&target, features.Version()); err != nil {
 		return fail(err)
 	}
 
@@ -141,7 +146,7 @@ func auditCommand(args []string, stdout, stderr io.Writer) int {
 	for _, e := range loadErrs {
 		r.Errors = append(r.Errors, e.Error())
 	}
-	decideErrs, err := r.audit(context.Background(), ms, cluster, src)
+	decideErrs, err := r.audit(context.Background(), ms, target, src)
 	if err != nil {
 		return fail(err)
 	}
@@ -420,10 +425,9 @@ func (g mustGatherSource) present(_ context.Context, obj *unstructured.Unstructu
 	return g.Present(obj)
 }
 
-// auditScheme maps the types readClusterFrom reads to their kinds.
+// auditScheme maps the types cluster.ReadFrom reads to their kinds.
 var auditScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(configv1.Install(s))
 	return s
 }()
-
