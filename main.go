@@ -191,11 +191,11 @@ func ownNamespace(path string) string {
 
 func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featuregate.Guard) *controllers.Applier {
 	return &controllers.Applier{
-		Client:      mgr.GetClient(),
-		Reader:      mgr.GetAPIReader(),
-		Cache:       mgr.GetCache(),
-		FeatureGate: guard,
-		Recorder:    mgr.GetEventRecorder(controllers.EventSource),
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Cache:    mgr.GetCache(),
+		Gates:    guard,
+		Recorder: mgr.GetEventRecorder(controllers.EventSource),
 		Status: &controllers.StatusReporter{
 			Client:          mgr.GetClient(),
 			Reader:          mgr.GetAPIReader(),

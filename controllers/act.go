@@ -161,7 +161,7 @@ func (a *Applier) delete(ctx context.Context, m manifest.Manifest) error {
 }
 
 // writer is the Applier's client for writes: each asks the guard first.
-func (a *Applier) writer() client.Client { return guardWrites(a.Client, a.FeatureGate) }
+func (a *Applier) writer() client.Client { return guardWrites(a.Client, a.Gates) }
 
 // failed wraps a request's error, or tells it apart as the stop's doing or
 // as a write the guard held back.

@@ -62,11 +62,11 @@ type Applier struct {
 	// Mapper tells cluster-scoped kinds from namespaced ones; nil: the
 	// Client's.
 	Mapper meta.RESTMapper
-	// FeatureGate is the guard: the snapshot the Applier acts on, the last
-	// look before each run level, and the stop.
-	FeatureGate featuregate.Gates
-	Recorder    events.EventRecorder
-	Status      *StatusReporter
+	// Gates is the guard: the snapshot the Applier acts on, the last look
+	// before each write, and the stop.
+	Gates    featuregate.Gates
+	Recorder events.EventRecorder
+	Status   *StatusReporter
 	// Cache, when set, watches the ClusterOperator to restore it at once.
 	Cache cache.Cache
 
@@ -93,7 +93,7 @@ type Applier struct {
 	last *lastRun
 	poke chan struct{}
 	// applied are the records the last complete run left (see resync).
-	applied map[objectKey]record
+	applied map[manifest.ObjectID]record
 }
 
 func (a *Applier) log() logr.Logger {
@@ -110,7 +110,7 @@ func (a *Applier) NeedLeaderElection() bool { return true }
 // manager, which starts it once the snapshot is taken.
 func (a *Applier) Start(ctx context.Context) error {
 	log := a.log()
-	snap, ok := a.FeatureGate.Snapshot()
+	snap, ok := a.Gates.Snapshot()
 	if !ok {
 		return errors.New("applier started without a snapshot")
 	}
@@ -152,7 +152,7 @@ func (a *Applier) Start(ctx context.Context) error {
 			continue
 		}
 		if run.Aborted {
-			if stopped(a.FeatureGate) {
+			if stopped(a.Gates) {
 				log.Info("Stop requested; no more manifests are applied", "applied", len(run.Applied), "deleted", len(run.Deleted))
 			}
 			return nil
@@ -188,7 +188,7 @@ func (a *Applier) wait(ctx context.Context, snap featuregate.Snapshot, delay tim
 		select {
 		case <-ctx.Done():
 			return false
-		case <-a.FeatureGate.StopRequested():
+		case <-a.Gates.StopRequested():
 			a.log().Info("Stop requested; no more manifests are applied")
 			return false
 		case <-a.pokes():
@@ -208,7 +208,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	defer cancel()
 	go func() {
 		select {
-		case <-a.FeatureGate.StopRequested():
+		case <-a.Gates.StopRequested():
 			cancel()
 		case <-ctx.Done():
 		}
@@ -298,7 +298,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 // halted is true once nothing more may be sent: ctx ended or a stop was
 // requested.
 func (a *Applier) halted(ctx context.Context) bool {
-	return ctx.Err() != nil || stopped(a.FeatureGate)
+	return ctx.Err() != nil || stopped(a.Gates)
 }
 
 func stopped(fg featuregate.Gates) bool {
@@ -319,7 +319,7 @@ func (a *Applier) stillCurrent(ctx context.Context) bool {
 		if a.halted(ctx) {
 			return false, errStopped
 		}
-		return a.FeatureGate.Current(), nil
+		return a.Gates.Current(), nil
 	})
 	if err != nil && !a.halted(ctx) {
 		a.log().Info("FeatureGate view not current; not applying", "waited", currentWait.String())

@@ -111,11 +111,11 @@ func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {
 
 func newApplier(c client.Client, guard *featuregate.Guard, dir string) *Applier {
 	return &Applier{
-		Client:      c,
-		Reader:      c,
-		FeatureGate: guard,
-		Status:      &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.Defaults().Name},
-		Dir:         dir, ResyncPeriod: time.Second, Parallelism: 4,
+		Client: c,
+		Reader: c,
+		Gates:  guard,
+		Status: &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.Defaults().Name},
+		Dir:    dir, ResyncPeriod: time.Second, Parallelism: 4,
 	}
 }
 

@@ -92,7 +92,7 @@ func TestApplyPostponedWhenProofLapsesMidLevel(t *testing.T) {
 			gates.SetStale(true) // the proof lapses after the first write
 		}
 	}}
-	a := &Applier{Client: counting, Reader: c, FeatureGate: gates, Dir: dir, ResyncPeriod: time.Minute, Parallelism: 1}
+	a := &Applier{Client: counting, Reader: c, Gates: gates, Dir: dir, ResyncPeriod: time.Minute, Parallelism: 1}
 	snap, _ := gates.Snapshot()
 
 	run := a.Apply(ctx, snap)

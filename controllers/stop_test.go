@@ -58,7 +58,7 @@ func TestApplyNothingAfterStop(t *testing.T) {
 	rc := &recordingClient{Client: c, hold: "held", holding: make(chan struct{})}
 	fg := featuregatetest.New(configv1.Default)
 	a := newApplier(c, guard, dir)
-	a.Client, a.FeatureGate, a.Parallelism = rc, fg, 1
+	a.Client, a.Gates, a.Parallelism = rc, fg, 1
 
 	result := make(chan Run, 1)
 	snap, _ := fg.Snapshot()

@@ -45,15 +45,6 @@ const (
 	ManagedLabel = "featuregate-operator.io/managed"
 )
 
-// objectKey names an object whatever the version its manifest uses.
-type objectKey struct {
-	group, kind, namespace, name string
-}
-
-func keyOf(obj *unstructured.Unstructured) objectKey {
-	gvk := obj.GroupVersionKind()
-	return objectKey{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}
-}
 
 // record is what an apply left on an object: a digest of its UID and of
 // the operator's managed-fields entry.
@@ -124,10 +115,10 @@ func markApplied(obj *unstructured.Unstructured) error {
 type resync struct {
 	reader client.Reader
 	log    logr.Logger
-	last   map[objectKey]record
+	last   map[manifest.ObjectID]record
 
 	mu    sync.Mutex
-	next  map[objectKey]record
+	next  map[manifest.ObjectID]record
 	lists map[listKey]*listing
 	// versions are a resourceVersion each kind was listed at: its later
 	// lists may be served by the API server's watch cache (not older than
@@ -153,9 +144,9 @@ type live struct {
 	record record
 }
 
-func newResync(reader client.Reader, log logr.Logger, last map[objectKey]record) *resync {
+func newResync(reader client.Reader, log logr.Logger, last map[manifest.ObjectID]record) *resync {
 	return &resync{reader: reader, log: log, last: last,
-		next: map[objectKey]record{}, lists: map[listKey]*listing{}, versions: map[schema.GroupKind]string{}}
+		next: map[manifest.ObjectID]record{}, lists: map[listKey]*listing{}, versions: map[schema.GroupKind]string{}}
 }
 
 // unchanged is true when obj, marked, is live as this process last applied
@@ -165,7 +156,7 @@ func (r *resync) unchanged(ctx context.Context, obj *unstructured.Unstructured) 
 	if manifest.Sensitive(obj.GroupVersionKind().GroupKind()) {
 		return false // not listed: see manifest.Sensitive
 	}
-	key := keyOf(obj)
+	key := manifest.IDOf(obj)
 	want, ok := r.last[key]
 	if !ok {
 		return false // never applied by this process: nothing to compare with
@@ -181,11 +172,11 @@ func (r *resync) unchanged(ctx context.Context, obj *unstructured.Unstructured) 
 // applied keeps the record the apply response obj carries.
 func (r *resync) applied(obj *unstructured.Unstructured) {
 	if rec, ok := recordOf(obj); ok {
-		r.keep(keyOf(obj), rec)
+		r.keep(manifest.IDOf(obj), rec)
 	}
 }
 
-func (r *resync) keep(key objectKey, rec record) {
+func (r *resync) keep(key manifest.ObjectID, rec record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next[key] = rec

@@ -364,7 +364,7 @@ func TestResyncNeverListsSecrets(t *testing.T) {
 	secret.SetNamespace("team")
 	secret.SetName("key")
 	// A nil reader: a list would panic.
-	r := newResync(nil, logr.Discard(), map[objectKey]record{keyOf(secret): {}})
+	r := newResync(nil, logr.Discard(), map[manifest.ObjectID]record{manifest.IDOf(secret): {}})
 	if r.unchanged(t.Context(), secret) {
 		t.Error("a remembered Secret was skipped; it must be applied without a list")
 	}
