@@ -73,12 +73,12 @@ type Applier struct {
 	Dir string
 	// Scan bounds what is read of Dir.
 	Scan manifest.Options
-	// Profile, ExcludeIdentifier and ReleaseVersion (its major version) are
-	// the inclusion inputs that come from the operator's configuration; the
-	// capabilities and overrides are read from the ClusterVersion each run.
+	// Profile and ExcludeIdentifier are the inclusion inputs that come from
+	// the operator's configuration; the release version (its major version)
+	// is the snapshot's, and the capabilities and overrides are read from
+	// the ClusterVersion each run.
 	Profile           string
 	ExcludeIdentifier string
-	ReleaseVersion    string
 	// ClusterVersionName is the ClusterVersion to read; empty: "version".
 	ClusterVersionName string
 
@@ -123,19 +123,11 @@ func (a *Applier) Start(ctx context.Context) error {
 				eventnote.Bound(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
 		}
 	}
-	// A placeholder --release-version is resolved by the guard from the
-	// ClusterVersion: report and include with the version it read.
-	if v := snap.Version(); v != "" && v != a.ReleaseVersion {
-		a.ReleaseVersion = v
-		if a.Status != nil {
-			a.Status.Version = v
-		}
-	}
 	if err := a.watchStatus(ctx); err != nil {
 		return err
 	}
 	if a.Status != nil {
-		if err := a.Status.Starting(ctx); err != nil {
+		if err := a.Status.Starting(ctx, snap.Version()); err != nil {
 			a.statusNotWritten(ctx, err, "ClusterOperator status not reported")
 		}
 	}
@@ -232,7 +224,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 		return run
 	}
 	run.Inputs = inputs
-	cluster := inputs.Cluster(snap, a.Profile, a.ExcludeIdentifier, a.ReleaseVersion)
+	cluster := inputs.Cluster(snap, a.Profile, a.ExcludeIdentifier, snap.Version())
 	decisions, duplicates := manifest.Decide(payload.Manifests, cluster)
 	run.Invalid = append(run.Invalid, duplicates...)
 	later := sets.New[*unstructured.Unstructured]()

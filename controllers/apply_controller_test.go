@@ -74,10 +74,14 @@ func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: featuregate.Defaults().Name}}
 	fg.Spec.FeatureSet = set
 	g.Expect(c.Create(ctx, fg)).To(Succeed())
+	// The release's status entry, as cluster-config-operator writes it:
+	// the snapshot carries its version, which the ClusterOperator reports.
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{Version: envVersion}}
+	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 
 	mgrCtx, stop := context.WithCancel(ctx)
 	guard, err := featuregate.NewGuard(cp.Config, featuregate.Options{
-		EventSource: EventSource, Registry: prometheus.NewRegistry(),
+		EventSource: EventSource, Registry: prometheus.NewRegistry(), Version: envVersion,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	mgr, err := guard.NewManager(ctrl.Options{
@@ -100,6 +104,9 @@ func startEnv(t *testing.T, set configv1.FeatureSet, crds []string) *env {
 	return &env{c: c, ctx: ctx, guard: guard, mgr: mgr, cp: cp}
 }
 
+// envVersion is the release version of startEnv's operator.
+const envVersion = "4.11.0"
+
 func snapshotOf(t *testing.T, guard *featuregate.Guard) featuregate.Snapshot {
 	t.Helper()
 	s, ok := guard.Snapshot()
@@ -114,7 +121,7 @@ func newApplier(c client.Client, guard *featuregate.Guard, dir string) *Applier 
 		Client: c,
 		Reader: c,
 		Gates:  guard,
-		Status: &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", Version: "4.11.0", FeatureGateName: featuregate.Defaults().Name},
+		Status: &StatusReporter{Client: c, Reader: c, Name: "featuregate-operator", FeatureGateName: featuregate.Defaults().Name},
 		Dir:    dir, ResyncPeriod: time.Second, Parallelism: 4,
 	}
 }

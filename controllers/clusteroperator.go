@@ -42,8 +42,7 @@ type StatusReporter struct {
 	// Reader reads the ClusterOperator live; it is not worth a cache.
 	Reader client.Reader
 	// Name of the ClusterOperator, created when missing.
-	Name    string
-	Version string
+	Name string
 	// FeatureGateName is the FeatureGate the operator snapshots, a related object.
 	FeatureGateName string
 	// Namespace is the one the operator runs in, when known: a related
@@ -63,12 +62,12 @@ func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, 
 }
 
 // Starting says, before the first run, that this process moves the
-// ClusterOperator to a new version (OpenShift's upgrade monitors expect
-// Progressing=True during the move); Available and the rest are left as
-// they are until the run reports. Nothing is written when the version
-// reported is this one's, or none.
-func (s *StatusReporter) Starting(ctx context.Context) error {
-	if s.Version == "" {
+// ClusterOperator to version, its snapshot's (OpenShift's upgrade monitors
+// expect Progressing=True during the move); Available and the rest are left
+// as they are until the run reports. Nothing is written when the version
+// reported is this one, or for none.
+func (s *StatusReporter) Starting(ctx context.Context, version string) error {
+	if version == "" {
 		return nil
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -77,11 +76,11 @@ func (s *StatusReporter) Starting(ctx context.Context) error {
 			return client.IgnoreNotFound(err) // the first run creates it
 		}
 		from := operatorVersion(co.Status)
-		if from == "" || from == s.Version {
+		if from == "" || from == version {
 			return nil
 		}
 		setCondition(&co.Status, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
-			fmt.Sprintf("Moving from version %s to %s: applying the payload", from, s.Version))
+			fmt.Sprintf("Moving from version %s to %s: applying the payload", from, version))
 		return s.writer().Status().Update(ctx, co)
 	})
 	if err != nil {
@@ -127,10 +126,13 @@ func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, 
 	return co, nil
 }
 
+// fill reports at the snapshot's version: the release version the
+// operator was given, or the one the guard resolved for a placeholder.
 func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featuregate.Snapshot, run runStatus) {
+	version := snap.Version()
 	at := ""
-	if s.Version != "" {
-		at = " at " + s.Version
+	if version != "" {
+		at = " at " + version
 	}
 	setCondition(st, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
 		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied (%d create-only left as found), %d deleted; capability filter %s",
@@ -146,11 +148,11 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	// The version moves once a run at it has applied everything: until
 	// then the old one is reported, and Progressing says why.
 	from := operatorVersion(*st)
-	upgrading := s.Version != "" && from != "" && from != s.Version
+	upgrading := version != "" && from != "" && from != version
 	switch {
 	case run.failed > 0 && upgrading:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
-			fmt.Sprintf("Moving from version %s to %s: %d of %d included manifests applied; retrying the others", from, s.Version, run.applied, run.applied+run.failed))
+			fmt.Sprintf("Moving from version %s to %s: %d of %d included manifests applied; retrying the others", from, version, run.applied, run.applied+run.failed))
 	case run.failed > 0:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonRetrying,
 			fmt.Sprintf("%d of %d included manifests applied; retrying the others", run.applied, run.applied+run.failed))
@@ -160,10 +162,10 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	status, reason, message := upgradeable(snap)
 	setCondition(st, configv1.OperatorUpgradeable, status, reason, message)
 
-	if s.Version == "" {
+	if version == "" {
 		st.Versions = nil
 	} else if !upgrading || run.failed == 0 {
-		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: s.Version}}
+		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: version}}
 	}
 	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}
 	namespaces := run.namespaces

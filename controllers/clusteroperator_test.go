@@ -7,6 +7,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
 )
 
@@ -15,8 +16,8 @@ import (
 // everything; Available stays True throughout (origin's upgrade monitors).
 func TestStatusVersionMovesAfterAFullRun(t *testing.T) {
 	g := NewWithT(t)
-	snap, _ := featuregatetest.New(configv1.Default).Snapshot()
-	s := &StatusReporter{Name: "featuregate-operator", Version: "4.19.0", FeatureGateName: "cluster"}
+	snap := snapshotAt(t, "4.19.0")
+	s := &StatusReporter{Name: "featuregate-operator", FeatureGateName: "cluster"}
 	st := &configv1.ClusterOperatorStatus{Versions: []configv1.OperandVersion{{Name: "operator", Version: "4.18.0"}}}
 
 	s.fill(st, snap, runStatus{applied: 3, failed: 1, problems: []string{"x failed"}})
@@ -49,13 +50,12 @@ func TestStatusStartingAnUpgrade(t *testing.T) {
 	setCondition(&co.Status, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "old")
 	g.Expect(e.c.Status().Update(e.ctx, co)).To(Succeed())
 
-	same := &StatusReporter{Client: e.c, Reader: e.c, Name: co.Name, Version: "4.18.0"}
-	g.Expect(same.Starting(e.ctx)).To(Succeed())
+	s := &StatusReporter{Client: e.c, Reader: e.c, Name: co.Name}
+	g.Expect(s.Starting(e.ctx, "4.18.0")).To(Succeed())
 	g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(co), co)).To(Succeed())
 	g.Expect(condition(co, configv1.OperatorProgressing).Status).To(BeEmpty(), "same version: nothing written")
 
-	next := &StatusReporter{Client: e.c, Reader: e.c, Name: co.Name, Version: "4.19.0"}
-	g.Expect(next.Starting(e.ctx)).To(Succeed())
+	g.Expect(s.Starting(e.ctx, "4.19.0")).To(Succeed())
 	g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(co), co)).To(Succeed())
 	g.Expect(condition(co, configv1.OperatorProgressing)).To(And(HaveField("Status", configv1.ConditionTrue), HaveField("Reason", ReasonUpgrading)))
 	g.Expect(condition(co, configv1.OperatorAvailable)).To(HaveField("Message", "old"))
@@ -78,4 +78,15 @@ func TestRelatedObjectsNameTheOperatorsNamespace(t *testing.T) {
 
 	s.fill(st, snap, runStatus{namespaces: []string{"featuregate-operator-system", "openshift-cluster-api"}})
 	g.Expect(st.RelatedObjects).To(Equal([]configv1.ObjectReference{featureGate, own, {Resource: "namespaces", Name: "openshift-cluster-api"}}))
+}
+
+// snapshotAt is a Default snapshot of release version.
+func snapshotAt(t *testing.T, version string) featuregate.Snapshot {
+	t.Helper()
+	fg := &configv1.FeatureGate{Status: configv1.FeatureGateStatus{FeatureGates: []configv1.FeatureGateDetails{{Version: version}}}}
+	snap, err := featuregate.Read(fg, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

@@ -45,7 +45,6 @@ const (
 	ManagedLabel = "featuregate-operator.io/managed"
 )
 
-
 // record is what an apply left on an object: a digest of its UID and of
 // the operator's managed-fields entry.
 type record [sha256.Size]byte
