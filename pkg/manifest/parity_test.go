@@ -125,7 +125,7 @@ func (c parityCase) cluster(t *testing.T) Cluster {
 
 // libraryGoDifference says why the project may decide otherwise than
 // library-go for a manifest, or "" when it may not. These are the
-// differences the README documents.
+// differences docs/manifests.md documents.
 func libraryGoDifference(m Manifest, c Cluster) string {
 	annotations := m.Object.GetAnnotations()
 	_, hasFS := annotations[FeatureSetAnnotation]
@@ -140,7 +140,7 @@ func libraryGoDifference(m Manifest, c Cluster) string {
 
 // TestLibraryGoParity compares Include with the decisions openshift/library-go
 // made for the same inputs (testdata/parity/library-go.json, computed outside
-// this module: see the README). Every difference must be a documented one,
+// this module: see docs/manifests.md). Every difference must be a documented one,
 // and each documented one must show up.
 func TestLibraryGoParity(t *testing.T) {
 	var cases []parityCase
