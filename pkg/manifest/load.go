@@ -230,39 +230,6 @@ func readSettled(path string, opts Options) ([]byte, error) {
 	}
 }
 
-// DuplicateError is two manifests for the same object.
-type DuplicateError struct {
-	First, Second Manifest
-}
-
-func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("%s[%d] and %s[%d] are both %s", e.First.File, e.First.Index, e.Second.File, e.Second.Index, IDOf(e.First.Object))
-}
-
-// Duplicates reports every manifest of ms whose object (ObjectID: group,
-// kind, namespace, name) an earlier one already defines. Run it on the
-// manifests a cluster includes: a payload legitimately carries one file per
-// feature set for the same object (openshift/api ships each CRD so), and
-// the cluster-version-operator loads such a payload file by file, refusing
-// duplicates within a file only, which Load does. Two included manifests
-// for one object would have the later silently win.
-func Duplicates(ms []Manifest) []error {
-	var errs []error
-	seen := map[ObjectID]Manifest{}
-	for _, m := range ms {
-		if m.Object == nil {
-			continue
-		}
-		id := IDOf(m.Object)
-		if first, ok := seen[id]; ok {
-			errs = append(errs, &DuplicateError{First: first, Second: m})
-			continue
-		}
-		seen[id] = m
-	}
-	return errs
-}
-
 // utf8BOM is tolerated at the start of a file; some editors write it.
 var utf8BOM = []byte("\xef\xbb\xbf")
 

@@ -29,42 +29,6 @@ type Report struct {
 	FeatureSets []string
 }
 
-// InvalidError is a manifest Include decided Invalid: every inclusion rule
-// keeps it, but an annotation asks for what the cluster-version-operator
-// refuses, so nothing is done with it. It is an error, not an exclusion, so
-// that callers report it (the operator is Degraded, the command exits 1).
-type InvalidError struct {
-	Manifest Manifest
-	// Reason is the decision's: the annotation and its value.
-	Reason string
-}
-
-func (e *InvalidError) Error() string {
-	return fmt.Sprintf("%s: %s", e.Manifest, e.Reason)
-}
-
-// Decide returns the decision of Include for each manifest of ms on c; an
-// *InvalidError for each manifest decided Invalid, in order; then a
-// *DuplicateError for each manifest that is included or deleted and defines
-// the same object as an earlier one that is too.
-func Decide(ms []Manifest, c Cluster) ([]Decision, []error) {
-	ds := make([]Decision, len(ms))
-	var (
-		kept []Manifest
-		errs []error
-	)
-	for i, m := range ms {
-		ds[i] = Include(m.Object, c)
-		switch {
-		case ds[i].Included || ds[i].Delete:
-			kept = append(kept, m)
-		case ds[i].Invalid:
-			errs = append(errs, &InvalidError{Manifest: m, Reason: ds[i].Reason})
-		}
-	}
-	return ds, append(errs, Duplicates(kept)...)
-}
-
 // WriteReport writes, for each manifest, the decision of Include in each
 // column of r, then the load errors, the manifests decided invalid (once
 // each, however many columns) and the duplicates among the manifests a
