@@ -49,7 +49,10 @@ var (
 	logProven = harness.Message("FeatureGate proven current again")
 )
 
-// decision is one answer of the consumer's /decide, when it arrived.
+// decision is one answer of the consumer's /decide. at is when the request
+// was sent: the decision was made after it (and at most the poller's
+// timeout later), so a rule broken at at is broken whatever the machine's
+// load did to the answer's trip back.
 type decision struct {
 	at         time.Time
 	status     int // 0: no answer
@@ -78,7 +81,7 @@ func pollDecisions(t *testing.T, addr string) *decisions {
 				return
 			case <-tick.C:
 			}
-			d := decision{}
+			d := decision{at: time.Now()}
 			if resp, err := hc.Get("http://" + addr + "/decide"); err == nil {
 				d.status = resp.StatusCode
 				var body struct {
@@ -90,7 +93,6 @@ func pollDecisions(t *testing.T, addr string) *decisions {
 				_ = resp.Body.Close()
 				d.featureSet = body.FeatureSet
 			}
-			d.at = time.Now()
 			ds.mu.Lock()
 			ds.list = append(ds.list, d)
 			ds.mu.Unlock()

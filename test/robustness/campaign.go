@@ -546,6 +546,7 @@ func (c *campaign) pollDecisions(ctx context.Context) {
 		if p == nil || p.decide == "" {
 			continue
 		}
+		sent := time.Now()
 		resp, err := hc.Get("http://" + p.decide + "/decide")
 		if err != nil {
 			continue // not running: its start and exit are recorded
@@ -559,7 +560,7 @@ func (c *campaign) pollDecisions(ctx context.Context) {
 			_ = json.NewDecoder(resp.Body).Decode(&d)
 		}
 		_ = resp.Body.Close()
-		e := Event{Kind: KindDecision, Proc: "consumer", Code: &code}
+		e := Event{Kind: KindDecision, Proc: "consumer", Code: &code, Sent: sent}
 		if code == http.StatusOK {
 			state := "disabled"
 			if d.Enabled {
@@ -605,7 +606,7 @@ func stats(h []Event) (writes, decisions int, worst time.Duration) {
 				continue
 			}
 			decisions++
-			if held, _, ok := tl.staleFor(e.T, func(v string) bool { return v == e.Value }); ok && held > worst {
+			if held, _, ok := tl.staleFor(decidedAt(e), func(v string) bool { return v == e.Value }); ok && held > worst {
 				worst = held
 			}
 		}

@@ -51,8 +51,9 @@ const (
 
 // Check judges a history. The rules, all here:
 //
-//  1. stale decision: a decision on value V at time t while the FeatureGate
-//     had held other values since before t − (Bound + Allowance). Values
+//  1. stale decision: a decision on value V at time t (when its request was
+//     sent: the earliest it can have been made) while the FeatureGate had
+//     held other values since before t − (Bound + Allowance). Values
 //     change when writes are sent (the earliest they can commit), so the
 //     rule never excuses a late commit.
 //  2. excluded object applied: the same for an object the operator
@@ -81,9 +82,10 @@ func Check(h []Event, r Rules) []Violation {
 			if e.Code == nil || *e.Code != 200 {
 				continue
 			}
-			if held, since, ok := tl.staleFor(e.T, func(v string) bool { return v == e.Value }); ok && held > window {
+			at := decidedAt(e)
+			if held, since, ok := tl.staleFor(at, func(v string) bool { return v == e.Value }); ok && held > window {
 				out = append(out, Violation{RuleStaleDecision,
-					fmt.Sprintf("%s decided on %s at %s; the FeatureGate had held %s for %s", e.Proc, e.Value, e.T.Format(stamp), since.Value, held.Round(time.Millisecond)),
+					fmt.Sprintf("%s decided on %s at %s; the FeatureGate had held %s for %s", e.Proc, e.Value, at.Format(stamp), since.Value, held.Round(time.Millisecond)),
 					[]int{since.Line, e.Line}})
 			}
 		case KindApplied:
@@ -112,6 +114,15 @@ func Check(h []Event, r Rules) []Violation {
 }
 
 const stamp = "15:04:05.000"
+
+// decidedAt is the earliest moment a decision can have been made: when its
+// request was sent, when that is known.
+func decidedAt(e Event) time.Time {
+	if !e.Sent.IsZero() {
+		return e.Sent
+	}
+	return e.T
+}
 
 // settled is rule 4.
 func settled(h []Event, tl timeline, r Rules) []Violation {

@@ -27,8 +27,9 @@ const (
 	// Sent when the request left, T when the answer came, Value and RV
 	// what it committed.
 	KindWrite = "write"
-	// KindDecision is an answer of the consumer's /decide: T when it
-	// arrived, Value what it decided on.
+	// KindDecision is an answer of the consumer's /decide: Sent when the
+	// request left (the decision was made after it, within the poller's
+	// 500 ms timeout), T when the answer arrived, Value what it decided on.
 	KindDecision = "decision"
 	// KindApplied is an object the operator applied, as a watch through an
 	// API server no fault touches saw it: Object its name, Value the
