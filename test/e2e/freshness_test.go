@@ -215,6 +215,24 @@ func (s subjects) currentAgain(t *testing.T, g Gomega, healed time.Time) {
 	}
 }
 
+// changeDuring runs the scenario the fault tests share: start the fault,
+// change the feature set through change (a path the fault does not touch)
+// changeAfter into it, hold the fault for faultFor in all, check the first
+// rule, heal, and check that both exit 0 on the change and made no stale
+// decision.
+func (s subjects) changeDuring(t *testing.T, g Gomega, start func() (heal func()), change func() time.Time, why string) {
+	t.Helper()
+	heal := start()
+	began := time.Now()
+	g.Consistently(s.running).WithTimeout(changeAfter).Should(BeTrue())
+	changed := change()
+	g.Consistently(s.running).WithTimeout(faultFor-changeAfter).Should(BeTrue(), "the change cannot be read "+why)
+	s.faultStarted(t, g, began, time.Now())
+	heal()
+	s.exitOnChange(t, g, time.Now())
+	s.noStaleDecision(t, g, "Default", changed)
+}
+
 // viaProxy is cfg reaching the API server through addr.
 func viaProxy(cfg *rest.Config, addr string) *rest.Config {
 	c := rest.CopyConfig(cfg)
@@ -274,16 +292,7 @@ func TestFaultSilentLink(t *testing.T) {
 	link.Release()
 	s.currentAgain(t, g, time.Now())
 
-	link.Hold()
-	held = time.Now()
-	g.Consistently(s.running).WithTimeout(changeAfter).Should(BeTrue())
-	changed := toTechPreview(t, c)
-	g.Consistently(s.running).WithTimeout(faultFor-changeAfter).Should(BeTrue(), "the change cannot be read through the silent link")
-	s.faultStarted(t, g, held, time.Now())
-	link.Release()
-	healed := time.Now()
-	s.exitOnChange(t, g, healed)
-	s.noStaleDecision(t, g, "Default", changed)
+	s.changeDuring(t, g, func() func() { link.Hold(); return link.Release }, func() time.Time { return toTechPreview(t, c) }, "through the silent link")
 	f.Detail("link held %s twice: no go after %s; current again after the first, exit 0 on the change after the second", faultFor, goAfterFault)
 }
 
@@ -297,15 +306,7 @@ func TestFaultFrozenAPIServer(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	s := startSubjects(t, harness.Kubeconfig(t, cp.Config))
 
-	thaw := freeze(t, cp.Config)
-	frozen := time.Now()
-	g.Consistently(s.running).WithTimeout(changeAfter).Should(BeTrue())
-	changed := toTechPreview(t, harness.Client(t, other))
-	g.Consistently(s.running).WithTimeout(faultFor-changeAfter).Should(BeTrue(), "the change cannot be read through the frozen API server")
-	s.faultStarted(t, g, frozen, time.Now())
-	thaw()
-	s.exitOnChange(t, g, time.Now())
-	s.noStaleDecision(t, g, "Default", changed)
+	s.changeDuring(t, g, func() func() { return freeze(t, cp.Config) }, func() time.Time { return toTechPreview(t, harness.Client(t, other)) }, "through the frozen API server")
 	f.Detail("API server frozen %s, changed through another: no go after %s, exit 0 on the change after SIGCONT", faultFor, goAfterFault)
 }
 
@@ -323,16 +324,9 @@ func TestFaultAPIServerCutFromEtcd(t *testing.T) {
 	cutOff := twin.Config
 	s := startSubjects(t, harness.Kubeconfig(t, cutOff))
 
-	etcdLink.Hold()
 	t.Cleanup(etcdLink.Release) // before the API server behind it stops
-	cut := time.Now()
-	g.Consistently(s.running).WithTimeout(changeAfter).Should(BeTrue())
-	changed := toTechPreview(t, c)
-	g.Consistently(s.running).WithTimeout(faultFor-changeAfter).Should(BeTrue(), "the change cannot be read through an API server cut from etcd")
-	s.faultStarted(t, g, cut, time.Now())
-	etcdLink.Release()
-	s.exitOnChange(t, g, time.Now())
-	s.noStaleDecision(t, g, "Default", changed)
+	s.changeDuring(t, g, func() func() { etcdLink.Hold(); return etcdLink.Release }, func() time.Time { return toTechPreview(t, c) },
+		"through an API server cut from etcd")
 	f.Detail("API server cut from etcd %s, changed through another: no go after %s, exit 0 on the change once it reaches etcd again", faultFor, goAfterFault)
 }
 

@@ -532,24 +532,17 @@ func (c *campaign) applied(seen map[string]string, cm *corev1.ConfigMap) {
 // pollDecisions asks the consumer's /decide every 20 ms.
 func (c *campaign) pollDecisions(ctx context.Context) {
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, 20*time.Millisecond, func() {
 		c.mu.Lock()
 		p := c.procs["consumer"]
 		c.mu.Unlock()
 		if p == nil || p.decide == "" {
-			continue
+			return
 		}
 		sent := time.Now()
 		resp, err := hc.Get("http://" + p.decide + "/decide")
 		if err != nil {
-			continue // not running: its start and exit are recorded
+			return // not running: its start and exit are recorded
 		}
 		code := resp.StatusCode
 		var d struct {
@@ -569,19 +562,12 @@ func (c *campaign) pollDecisions(ctx context.Context) {
 			e.Value = d.FeatureSet + "/" + state
 		}
 		c.rec.Record(e)
-	}
+	})
 }
 
 // pollReadiness records each process's readiness changes.
 func (c *campaign) pollReadiness(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, 100*time.Millisecond, func() {
 		c.mu.Lock()
 		procs := make([]*supervised, 0, len(c.procs))
 		for _, p := range c.procs {
@@ -591,7 +577,7 @@ func (c *campaign) pollReadiness(ctx context.Context) {
 		for _, p := range procs {
 			p.pollReady(c.rec)
 		}
-	}
+	})
 }
 
 // stats counts writes and decisions, and finds the worst staleness.
@@ -612,6 +598,20 @@ func stats(h []Event) (writes, decisions int, worst time.Duration) {
 		}
 	}
 	return writes, decisions, worst
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fn()
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
