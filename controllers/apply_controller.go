@@ -377,23 +377,3 @@ func (a *Applier) statusNotWritten(ctx context.Context, err error, msg string) {
 	}
 	log.Error(err, msg)
 }
-
-// appliedNamespaces are the namespaces a run created or wrote into.
-func appliedNamespaces(ms []manifest.Manifest) []string {
-	ns := sets.New[string]()
-	for _, m := range ms {
-		if m.Object.GetKind() == "Namespace" && m.Object.GetAPIVersion() == "v1" {
-			ns.Insert(m.Object.GetName())
-		} else if n := m.Object.GetNamespace(); n != "" {
-			ns.Insert(n)
-		}
-	}
-	return sets.List(ns)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

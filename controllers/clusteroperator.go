@@ -213,3 +213,11 @@ func upgradeable(snap featuregate.Snapshot) (configv1.ConditionStatus, string, s
 }
 
 func knownFeatureSet(name string) bool { return slices.Contains(manifest.KnownFeatureSets(), name) }
+
+// truncate keeps a condition message within n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -104,4 +106,17 @@ func (r Run) runStatus() runStatus {
 type lastRun struct {
 	snap   featuregate.Snapshot
 	status runStatus
+}
+
+// appliedNamespaces are the namespaces a run created or wrote into.
+func appliedNamespaces(ms []manifest.Manifest) []string {
+	ns := sets.New[string]()
+	for _, m := range ms {
+		if m.Object.GetKind() == "Namespace" && m.Object.GetAPIVersion() == "v1" {
+			ns.Insert(m.Object.GetName())
+		} else if n := m.Object.GetNamespace(); n != "" {
+			ns.Insert(n)
+		}
+	}
+	return sets.List(ns)
 }
