@@ -90,11 +90,11 @@ type fileRead struct {
 	at   time.Time
 }
 
-// read returns the FeatureGate in the file once the file is settled (see
-// fileSource). Its errors name the file.
 // reconnect has nothing to drop: each read opens the file.
 func (s *fileSource) reconnect() {}
 
+// read returns the FeatureGate in the file once the file is settled (see
+// fileSource). Its errors name the file.
 func (s *fileSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
 	var prev *fileRead
 	for {
