@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/yaml"
+
+	"github.com/featuregate-operator/operator/internal/objectfile"
 )
 
 // Reader is a Gather read as a cluster: Get decodes an object of a kind
@@ -44,17 +45,7 @@ func (r Reader) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 			Message: fmt.Sprintf("%s %s is in neither %s", gvk.Kind, key.Name, strings.Join(tried, " nor ")),
 		}}
 	}
-	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &head); err != nil {
-		return fmt.Errorf("%s: %w", r.path(file), err)
-	}
-	if head.Kind != gvk.Kind || head.APIVersion != gvk.GroupVersion().String() {
-		return fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", r.path(file), head.APIVersion, head.Kind, gvk.GroupVersion(), gvk.Kind)
-	}
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+	if err := objectfile.Decode(data, gvk, obj, true); err != nil {
 		return fmt.Errorf("%s: %w", r.path(file), err)
 	}
 	return nil

@@ -13,10 +13,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 	configv1 "github.com/openshift/api/config/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/internal/limitedread"
+	"github.com/featuregate-operator/operator/internal/objectfile"
 )
 
 const (
@@ -174,22 +173,8 @@ func fileError(path string, err error) error {
 // the fields: like the API source, it ignores fields this build does not
 // know, so that a newer FeatureGate schema still reads.
 func fileDecode(path string, data []byte) (*configv1.FeatureGate, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("read FeatureGate file %s: empty", path)
-	}
-	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(data, &tm); err != nil {
-		return nil, fmt.Errorf("read FeatureGate file %s: not a YAML or JSON object: %w", path, err)
-	}
-	want := configv1.GroupVersion.String()
-	switch {
-	case tm.Kind != "FeatureGate":
-		return nil, fmt.Errorf("read FeatureGate file %s: is not a FeatureGate: kind is %q", path, tm.Kind)
-	case tm.APIVersion != want:
-		return nil, fmt.Errorf("read FeatureGate file %s: is not a FeatureGate: apiVersion is %q, want %q", path, tm.APIVersion, want)
-	}
 	fg := &configv1.FeatureGate{}
-	if err := yaml.Unmarshal(data, fg); err != nil {
+	if err := objectfile.Decode(data, configv1.GroupVersion.WithKind("FeatureGate"), fg, false); err != nil {
 		return nil, fmt.Errorf("read FeatureGate file %s: %w", path, err)
 	}
 	return fg, nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/internal/cmd/cluster"
+	"github.com/featuregate-operator/operator/internal/objectfile"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -150,17 +151,7 @@ func readObjectFile(path, kind string, obj interface{}) error {
 
 // decodeObject is readObjectFile for data read from path.
 func decodeObject(path string, data []byte, kind string, obj interface{}) error {
-	var meta struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &meta); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if meta.Kind != kind || meta.APIVersion != configv1.GroupVersion.String() {
-		return fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", path, meta.APIVersion, meta.Kind, configv1.GroupVersion, kind)
-	}
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+	if err := objectfile.Decode(data, configv1.GroupVersion.WithKind(kind), obj, true); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
