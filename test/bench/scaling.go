@@ -43,6 +43,9 @@ type scalePoint struct {
 	opNoopWrites, kcNoopWrites int
 	// Operator memory (VmRSS, KiB) once applied and after scalingIdle.
 	rssApplied, rssIdle int64
+	// lapses counts the guard's freshness lapses from start to the no-op
+	// run's end: its API server at its busiest must not make it flap.
+	lapses int
 }
 
 func (b *bench) measureScaling(ctx context.Context) *section {
@@ -161,6 +164,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	pt.opNoopWrites = w1 - w0
+	pt.lapses = p.Log.CountWhere(logLapsed)
 	if noop.unchanged != included {
 		return pt, fmt.Errorf("the no-op run found %d of %d objects unchanged; see %s", noop.unchanged, included, p.LogPath())
 	}
@@ -302,6 +306,10 @@ func scalingVerdicts(points []scalePoint) ([][2]string, []check) {
 		r := ratio(base.kcNoopServer, base.opNoopServer)
 		checks = append(checks, check{fmt.Sprintf("no-op resync of %d objects: ≤ 1/10 of the API server CPU of kubectl's no-op re-apply", base.included),
 			fmt.Sprintf("operator %s, kubectl %s: 1/%.1f", fmtDur(base.opNoopServer), fmtDur(base.kcNoopServer), r), r >= 10})
+	}
+	if okTop {
+		checks = append(checks, check{fmt.Sprintf("the guard's proof never lapses while %d manifests are applied and resynced (Current() never false without a fault)", top.manifests),
+			fmt.Sprintf("%d lapses", top.lapses), top.lapses == 0})
 	}
 	for _, p := range points {
 		r := ratio(p.kubectl, p.operator)
