@@ -353,12 +353,14 @@ func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func(
 			return nil, err
 		}
 		_ = c.twin.Stop() // reaps it
-		return c.twin.Start, nil
+		// As a kubelet would, until it runs: a start can fail while
+		// another fault holds its etcd link.
+		return func() error { return untilStarted(ctx, c.twin.Stop, c.twin.Start) }, nil
 	case "etcd-restart":
 		if err := c.cp.StopEtcd(); err != nil {
 			return nil, err
 		}
-		return c.cp.StartEtcd, nil
+		return func() error { return untilStarted(ctx, c.cp.StopEtcd, c.cp.StartEtcd) }, nil
 	case "kill-consumer", "kill-operator":
 		names := []string{"consumer"}
 		if kind == "kill-operator" {
@@ -384,6 +386,23 @@ func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func(
 }
 
 func ok(f func()) func() error { return func() error { f(); return nil } }
+
+// untilStarted starts a server again until it runs, stopping what a failed
+// start left, for up to two minutes.
+func untilStarted(ctx context.Context, stop, start func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		err := start()
+		if err == nil {
+			return nil
+		}
+		_ = stop()
+		if sleep(ctx, time.Second) != nil {
+			return fmt.Errorf("not started in two minutes: %w", err)
+		}
+	}
+}
 
 // change writes one random change of the FeatureGate through the first API
 // server: of every kind the guard compares, and of a kind it must not

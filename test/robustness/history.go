@@ -108,7 +108,9 @@ func (r *Recorder) Record(e Event) {
 	r.events = append(r.events, e)
 	data, err := json.Marshal(e)
 	if err == nil {
+		// Flushed line by line: a campaign cut short keeps its history.
 		_, _ = r.w.Write(append(data, '\n'))
+		_ = r.w.Flush()
 	}
 }
 
