@@ -138,16 +138,19 @@ func (p *prover) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if r.err != nil {
+			switch {
+			case errors.Is(r.err, errNotFound):
+				// A consistent read answered that it is gone: proof too,
+				// of the state the guard keeps its snapshot through.
+			case r.err != nil:
 				lastErr = r.err
 				continue
-			}
-			if p.compare(ctx, r.fg) {
+			case p.compare(ctx, r.fg):
 				return nil
 			}
 			p.proven(r.sent)
 			lastErr = nil
-			p.recovered(r.fg.ResourceVersion)
+			p.recovered()
 			lapse.Reset(p.untilLapse())
 		case now := <-lapse.C:
 			if p.fresh() {
@@ -176,12 +179,12 @@ func (p *prover) run(ctx context.Context) error {
 }
 
 // recovered logs the end of a lapse, once proof is held again.
-func (p *prover) recovered(resourceVersion string) {
+func (p *prover) recovered() {
 	if p.lapsedAt.IsZero() || !p.fresh() {
 		return
 	}
 	p.log.Info("FeatureGate proven current again", "featureGate", p.name,
-		"lapsedFor", time.Since(p.lapsedAt).Round(time.Millisecond).String(), "resourceVersion", resourceVersion)
+		"lapsedFor", time.Since(p.lapsedAt).Round(time.Millisecond).String())
 	p.lapsedAt = time.Time{}
 }
 

@@ -94,10 +94,10 @@ func (m *monitor) Start(ctx context.Context) error {
 			}
 			continue
 		}
-		if fg.ResourceVersion != "" {
-			m.prover.proven(sent)
-			m.prover.recovered(fg.ResourceVersion)
-		}
+		// A consistent read answered (the object, or that it is gone):
+		// proof as of when it was sent.
+		m.prover.proven(sent)
+		m.prover.recovered()
 		if lost {
 			m.log.Info("FeatureGate read again; its view is current", "featureGate", m.name, "resourceVersion", fg.ResourceVersion)
 			lost, quiet = false, quietLog{}
