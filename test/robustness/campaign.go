@@ -54,6 +54,9 @@ type Result struct {
 	// the FeatureGate writes and the decisions checked.
 	Faults            map[string]int
 	Writes, Decisions int
+	// Applied counts the operator's applies a watch saw (rule 2 judges
+	// them); Leads the times an operator replica took the lease.
+	Applied, Leads int
 	// WorstStaleness is the longest a decision trailed the value it was
 	// made on (0 when every decision was on the current value).
 	WorstStaleness time.Duration
@@ -153,6 +156,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{History: history, Events: c.rec.Events(), Faults: c.injected}
 	res.Violations = Check(res.Events, cfg.Rules)
 	res.Writes, res.Decisions, res.WorstStaleness = stats(res.Events)
+	for _, e := range res.Events {
+		if e.Kind == KindApplied && !e.Listed {
+			res.Applied++
+		}
+		if e.Kind == KindLeading {
+			res.Leads++
+		}
+	}
 	return res, errors.Join(err, closeErr)
 }
 
@@ -259,7 +270,10 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			if sleep(ctx, between(c.traffic, 500*time.Millisecond, 4*time.Second)) != nil {
+			// Seconds apart: often enough that faults overlap changes,
+			// seldom enough that an operator replica lives to lead and
+			// apply between two of them.
+			if sleep(ctx, between(c.traffic, 2*time.Second, 12*time.Second)) != nil {
 				return
 			}
 			if err := c.change(ctx); err != nil && ctx.Err() == nil {
@@ -515,7 +529,7 @@ func (c *campaign) observe(ctx context.Context) {
 			continue
 		}
 		for _, cm := range list.Items {
-			c.applied(seen, &cm)
+			c.applied(seen, &cm, true)
 		}
 		w, err := c.adminWatch(ctx, list.ResourceVersion)
 		if err != nil {
@@ -524,7 +538,7 @@ func (c *campaign) observe(ctx context.Context) {
 		}
 		for ev := range w.ResultChan() {
 			if cm, ok := ev.Object.(*corev1.ConfigMap); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				c.applied(seen, cm)
+				c.applied(seen, cm, false)
 			}
 		}
 		w.Stop()
@@ -536,16 +550,23 @@ func (c *campaign) adminWatch(ctx context.Context, rv string) (watch.Interface, 
 	if err != nil {
 		return nil, err
 	}
-	return wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+	// Ended by the server every 30 s: a watch that went quiet (an etcd
+	// restart under the API server) is made again from a list.
+	timeout := int64(30)
+	return wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(namespace),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout}})
 }
 
-func (c *campaign) applied(seen map[string]string, cm *corev1.ConfigMap) {
+// applied records a payload object at a resourceVersion not seen before;
+// listed when a list, not a watch event, showed it (when it was written is
+// then unknown).
+func (c *campaign) applied(seen map[string]string, cm *corev1.ConfigMap, listed bool) {
 	set, ok := payload[cm.Name]
 	if !ok || seen[cm.Name] == cm.ResourceVersion {
 		return
 	}
 	seen[cm.Name] = cm.ResourceVersion
-	c.rec.Record(Event{Kind: KindApplied, Object: cm.Name, Value: set, RV: cm.ResourceVersion})
+	c.rec.Record(Event{Kind: KindApplied, Object: cm.Name, Value: set, RV: cm.ResourceVersion, Listed: listed})
 }
 
 // pollDecisions asks the consumer's /decide every 20 ms.

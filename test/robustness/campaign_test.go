@@ -118,8 +118,8 @@ func TestCampaigns(t *testing.T) {
 				t.Fatalf("campaign: %v", err)
 			}
 			results = append(results, res)
-			t.Logf("seed %d: %d writes, %d decisions checked, faults %v, worst staleness %s",
-				s, res.Writes, res.Decisions, res.Faults, res.WorstStaleness.Round(time.Millisecond))
+			t.Logf("seed %d: %d writes, %d decisions checked, %d applies judged (%d leases taken), faults %v, worst staleness %s",
+				s, res.Writes, res.Decisions, res.Applied, res.Leads, res.Faults, res.WorstStaleness.Round(time.Millisecond))
 			for _, v := range res.Violations {
 				t.Errorf("%s", v)
 			}
@@ -213,7 +213,7 @@ func lineOf(h []Event, n int) string {
 func reportOf(rs []Result, took time.Duration, seed int64) string {
 	var b strings.Builder
 	faults := map[string]int{}
-	decisions, writes, violations := 0, 0, 0
+	decisions, writes, violations, applied, leads := 0, 0, 0, 0, 0
 	var worst time.Duration
 	for _, r := range rs {
 		for k, n := range r.Faults {
@@ -221,6 +221,8 @@ func reportOf(rs []Result, took time.Duration, seed int64) string {
 		}
 		decisions += r.Decisions
 		writes += r.Writes
+		applied += r.Applied
+		leads += r.Leads
 		violations += len(r.Violations)
 		worst = max(worst, r.WorstStaleness)
 	}
@@ -240,7 +242,8 @@ func reportOf(rs []Result, took time.Duration, seed int64) string {
 	fmt.Fprintf(&b, "| total time | %s |\n", took.Round(time.Second))
 	fmt.Fprintf(&b, "| faults injected | %s |\n", strings.Join(fs, ", "))
 	fmt.Fprintf(&b, "| FeatureGate writes | %d |\n", writes)
-	fmt.Fprintf(&b, "| decisions checked | %d |\n", decisions)
+	fmt.Fprintf(&b, "| decisions checked | %d (the consumer's `/decide`) |\n", decisions)
+	fmt.Fprintf(&b, "| operator applies checked | %d (seen by a watch; %d leases taken) |\n", applied, leads)
 	fmt.Fprintf(&b, "| violations (target 0) | %d |\n", violations)
 	fmt.Fprintf(&b, "| worst staleness of a decision | %s (bound %s + allowance %s = %s) |\n", worst.Round(time.Millisecond), rules.Bound, rules.Allowance, rules.Bound+rules.Allowance)
 	return b.String()

@@ -89,6 +89,9 @@ func Check(h []Event, r Rules) []Violation {
 					[]int{since.Line, e.Line}})
 			}
 		case KindApplied:
+			if e.Listed {
+				continue // when it was written is not known
+			}
 			held, since, ok := tl.staleFor(e.T, func(v string) bool { return featureSetOf(v) == e.Value })
 			if !ok || held <= window {
 				continue

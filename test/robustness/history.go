@@ -39,6 +39,9 @@ const (
 	KindSnapshot = "snapshot"
 	// KindReady is a readiness change of a process (Ready).
 	KindReady = "ready"
+	// KindLeading is an operator replica taking the leader election lease
+	// (its log line).
+	KindLeading = "leading"
 	// KindStart and KindExit are a process started and ended (Code;
 	// Killed when the campaign killed it).
 	KindStart = "start"
@@ -72,7 +75,10 @@ type Event struct {
 	// Stalls marks a fault that holds requests in flight (a silent link, a
 	// frozen API server, one cut off from etcd): what was sent before it
 	// may land when it heals.
-	Stalls bool  `json:"stalls,omitempty"`
+	Stalls bool `json:"stalls,omitempty"`
+	// Listed marks an applied object a list showed, not a watch event:
+	// when it was written is not known, and rule 2 does not judge it.
+	Listed bool  `json:"listed,omitempty"`
 	Ready  *bool `json:"ready,omitempty"`
 	Code   *int  `json:"code,omitempty"`
 	Killed bool  `json:"killed,omitempty"`

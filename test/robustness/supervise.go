@@ -44,7 +44,9 @@ func (c *campaign) startProcesses() {
 		op.args = []string{"--kubeconfig=" + c.kube, "--health-probe-bind-address=" + op.probe, "--metrics-bind-address=0", "--zap-time-encoding=rfc3339nano",
 			"--release-version=" + version, "--manifests-dir=" + filepath.Join(c.cfg.Dir, "payload"), "--resync-period=10s",
 			"--leader-elect", "--leader-election-namespace=" + namespace,
-			"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}
+			// Short: a new replica waits out a lease it finds held (killed
+			// or stolen) for the lease duration from when it saw it.
+			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 		all = append(all, op)
 	}
 	c.mu.Lock()
@@ -79,8 +81,11 @@ func (s *supervised) run() {
 			return
 		}
 		p.Log.OnLine(func(l harness.Line) {
-			if strings.Contains(l.Raw, `"msg":"Startup snapshot taken"`) {
+			switch {
+			case strings.Contains(l.Raw, `"msg":"Startup snapshot taken"`):
 				s.c.rec.Record(Event{Kind: KindSnapshot, Proc: s.name, T: l.At(), Value: l.Get("featureSet")})
+			case strings.Contains(l.Raw, `"msg":"Successfully acquired lease"`):
+				s.c.rec.Record(Event{Kind: KindLeading, Proc: s.name, T: l.At()})
 			}
 		})
 		s.mu.Lock()
