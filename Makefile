@@ -106,11 +106,11 @@ test-robustness: envtest-assets ## Two seeded 40 s campaigns and the planted-bug
 		-args -robustness.seed=1 -robustness.campaigns=2 -robustness.duration=40s 2>&1 | tee $(ROBUSTNESS_LOG) | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|campaign_test.go'
 
 .PHONY: robustness
-robustness: envtest-assets ## One long campaign: DURATION=30m SEED=n (random when empty) ROBUSTNESS_FAULTS=kind,...; its table in bin/robustness.md.
+robustness: envtest-assets ## One long campaign: DURATION=30m SEED=n (random when empty) ROBUSTNESS_FAULTS=kind,...; its table in bin/robustness.md, its directory (history.jsonl, logs) kept.
 	@mkdir -p $(LOCALBIN)
 	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 0 -v -run '^TestCampaigns$$' ./test/robustness/ \
 		-args -robustness.campaigns=1 -robustness.duration=$(DURATION) $(if $(SEED),-robustness.seed=$(SEED)) \
-		$(if $(ROBUSTNESS_FAULTS),-robustness.faults=$(ROBUSTNESS_FAULTS)) -robustness.report=$(LOCALBIN)/robustness.md
+		$(if $(ROBUSTNESS_FAULTS),-robustness.faults=$(ROBUSTNESS_FAULTS)) -robustness.report=$(LOCALBIN)/robustness.md -robustness.keep
 
 # What the node of test-cluster needs from the distribution (Debian).
 CLUSTER_PACKAGES = containerd runc containernetworking-plugins iptables
