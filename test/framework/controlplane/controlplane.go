@@ -194,7 +194,7 @@ func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (*Twin, error) {
 		Out:     first.Out,
 		Err:     first.Err,
 	}
-	s.SecureServing.Authn = first.SecureServing.Authn
+	s.Authn = first.Authn
 	quickShutdown(s)
 	if err := s.Start(); err != nil {
 		return nil, fmt.Errorf("start second kube-apiserver: %w", err)
