@@ -40,6 +40,10 @@ type Config struct {
 	Manager, Consumer string
 	// Faults, when not empty, restricts the faults to these kinds.
 	Faults []string
+	// ChangesApart bounds the time between two FeatureGate changes; 2 to
+	// 12 s when zero: often enough that faults overlap changes, seldom
+	// enough that an operator replica lives to lead and apply between two.
+	ChangesApart [2]time.Duration
 	Rules  Rules
 	// Logf reports progress (t.Logf).
 	Logf func(format string, args ...any)
@@ -115,6 +119,9 @@ type campaign struct {
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Rules == (Rules{}) {
 		cfg.Rules = DefaultRules()
+	}
+	if cfg.ChangesApart == [2]time.Duration{} {
+		cfg.ChangesApart = [2]time.Duration{2 * time.Second, 12 * time.Second}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -270,10 +277,7 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			// Seconds apart: often enough that faults overlap changes,
-			// seldom enough that an operator replica lives to lead and
-			// apply between two of them.
-			if sleep(ctx, between(c.traffic, 2*time.Second, 12*time.Second)) != nil {
+			if sleep(ctx, between(c.traffic, c.cfg.ChangesApart[0], c.cfg.ChangesApart[1])) != nil {
 				return
 			}
 			if err := c.change(ctx); err != nil && ctx.Err() == nil {
