@@ -44,7 +44,7 @@ type Config struct {
 	// 12 s when zero: often enough that faults overlap changes, seldom
 	// enough that an operator replica lives to lead and apply between two.
 	ChangesApart [2]time.Duration
-	Rules  Rules
+	Rules        Rules
 	// Logf reports progress (t.Logf).
 	Logf func(format string, args ...any)
 }
