@@ -233,6 +233,24 @@ func (s subjects) changeDuring(t *testing.T, g Gomega, start func() (heal func()
 	s.noStaleDecision(t, g, "Default", changed)
 }
 
+// twinBehindLink starts a second API server on cp's etcd that reaches etcd
+// through a fault proxy, and returns an admin configuration for it and the
+// proxy; it stops before the proxy closes.
+func twinBehindLink(t *testing.T, cp *controlplane.ControlPlane) (*rest.Config, *faultproxy.Proxy) {
+	t.Helper()
+	etcdLink := faultproxy.Start(t, cp.EtcdURL().Host)
+	twin, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := twin.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return twin.Config, etcdLink
+}
+
 // viaProxy is cfg reaching the API server through addr.
 func viaProxy(cfg *rest.Config, addr string) *rest.Config {
 	c := rest.CopyConfig(cfg)
@@ -317,11 +335,7 @@ func TestFaultAPIServerCutFromEtcd(t *testing.T) {
 	f := startFault(t, "FreshnessAPIServerCutFromEtcd")
 	g := NewWithT(t)
 	cp, c := startConsumerCluster(t, true)
-	etcdLink := faultproxy.Start(t, cp.EtcdURL().Host)
-	twin, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(twin.Stop()).To(Succeed()) }) // before its etcd link closes
-	cutOff := twin.Config
+	cutOff, etcdLink := twinBehindLink(t, cp)
 	s := startSubjects(t, harness.Kubeconfig(t, cutOff))
 
 	t.Cleanup(etcdLink.Release) // before the API server behind it stops
@@ -349,11 +363,7 @@ func TestFaultBalancedAPIServers(t *testing.T) {
 			f := startFault(t, "FreshnessBalanced/"+map[bool]string{false: "CutNoChange", true: "FrozenChange"}[tc.change])
 			g := NewWithT(t)
 			cp, c := startConsumerCluster(t, true)
-			etcdLink := faultproxy.Start(t, cp.EtcdURL().Host)
-			twin, err := cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: etcdLink.Addr()})
-			g.Expect(err).NotTo(HaveOccurred())
-			t.Cleanup(func() { g.Expect(twin.Stop()).To(Succeed()) }) // before its etcd link closes
-			a := twin.Config
+			a, etcdLink := twinBehindLink(t, cp)
 			lb := faultproxy.Start(t, hostOf(t, a), hostOf(t, cp.Config))
 			s := startSubjects(t, harness.Kubeconfig(t, viaProxy(cp.Config, lb.Addr())))
 			g.Expect(lb.Accepted()[1]).To(BeZero(), "every connection on the first API server")
