@@ -39,8 +39,15 @@ type monitor struct {
 
 func newMonitor(src source, name string, a alarm, c *comparison, bound time.Duration, log logr.Logger) *monitor {
 	m := &monitor{src: src, name: name, alarm: a, comparison: c, log: log}
-	m.prover = &prover{freshness: newFreshness(bound), lapses: c.metrics.freshnessLapses, read: func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) }, name: name, log: log,
-		compare: func(ctx context.Context, fg *configv1.FeatureGate) bool { return c.compare(ctx, fg, "freshness") }}
+	m.prover = &prover{
+		freshness: newFreshness(bound),
+		// Through m.src, not src: tests hook the monitor's source.
+		read:    func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) },
+		compare: func(ctx context.Context, fg *configv1.FeatureGate) bool { return c.compare(ctx, fg, "freshness") },
+		lapses:  c.metrics.freshnessLapses,
+		name:    name,
+		log:     log,
+	}
 	return m
 }
 
