@@ -105,8 +105,16 @@ func (d *deferredCache) buildWithIndexes(ctx context.Context) (cache.Cache, int,
 	return c, len(indexes), nil
 }
 
-// built waits for the cache.
+// built waits for the cache. A built cache is returned even to a caller
+// whose context has ended, as the cache itself would serve it: a reconcile
+// running while the manager stops must not fail on a select that picked the
+// ended context over the ready cache.
 func (d *deferredCache) built(ctx context.Context) (cache.Cache, error) {
+	select {
+	case <-d.ready:
+		return d.cache, nil
+	default:
+	}
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("cache not built yet: %w", ctx.Err())

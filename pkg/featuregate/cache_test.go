@@ -180,3 +180,29 @@ func TestDeferredCacheReadsWaitUntilTheCacheServes(t *testing.T) {
 	g.Expect(errors.As(err, &notStarted)).To(BeFalse(), "a read released by the snapshot failed: %v", err)
 	g.Expect(err).NotTo(HaveOccurred())
 }
+
+// A reconcile still running while the manager stops reads with an ended
+// context; a built cache serves it (as a stock manager's cache would), or
+// the reconcile logs "Reconciler error" on the way out.
+func TestDeferredCacheServesAnEndedContextOnceBuilt(t *testing.T) {
+	g := NewWithT(t)
+	taken := make(chan struct{})
+	fake := &fakeCache{startedCh: make(chan struct{})}
+	d := featuregate.NewDeferredCache(taken, func() (cache.Cache, error) { return fake, nil }, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, d.Start)
+	t.Cleanup(func() { cancel(); <-done })
+	close(taken)
+	g.Eventually(func() error {
+		short, stop := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer stop()
+		return d.Get(short, client.ObjectKey{Name: "x"}, &corev1.ConfigMap{})
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	ended, end := context.WithCancel(ctx)
+	end()
+	// Each read is a fresh chance for a select between the two to go wrong.
+	for range 200 {
+		g.Expect(d.Get(ended, client.ObjectKey{Name: "x"}, &corev1.ConfigMap{})).To(Succeed())
+	}
+}
