@@ -203,7 +203,7 @@ func setCondition(st *configv1.ClusterOperatorStatus, t configv1.ClusterStatusCo
 // naming the value.
 func upgradeable(snap featuregate.Snapshot) (configv1.ConditionStatus, string, string) {
 	switch name := snap.FeatureSetName(); {
-	case name == manifest.Default || name == manifest.OKD:
+	case name == "Default" || name == string(configv1.OKD):
 		return configv1.ConditionTrue, ReasonAsExpected, ""
 	case knownFeatureSet(name):
 		return configv1.ConditionFalse, ReasonFeatureSetNoUpgrade, fmt.Sprintf("feature set %s does not allow upgrades", name)

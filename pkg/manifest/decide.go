@@ -35,7 +35,7 @@ func Decide(ms []Manifest, c Cluster) ([]Decision, []error) {
 			errs = append(errs, &InvalidError{Manifest: m, Reason: ds[i].Reason})
 		}
 	}
-	return ds, append(errs, Duplicates(kept)...)
+	return ds, append(errs, duplicates(kept)...)
 }
 
 // DuplicateError is two manifests for the same object.
@@ -54,7 +54,7 @@ func (e *DuplicateError) Error() string {
 // the cluster-version-operator loads such a payload file by file, refusing
 // duplicates within a file only, which Load does. Two included manifests
 // for one object would have the later silently win.
-func Duplicates(ms []Manifest) []error {
+func duplicates(ms []Manifest) []error {
 	var errs []error
 	seen := map[ObjectID]Manifest{}
 	for _, m := range ms {

@@ -21,11 +21,11 @@ type Features interface {
 // constants (openshift/api declares them as variables). The API's empty
 // feature set is spelled "Default" here, as in library-go.
 const (
-	Default              = "Default"
-	TechPreviewNoUpgrade = "TechPreviewNoUpgrade"
-	DevPreviewNoUpgrade  = "DevPreviewNoUpgrade"
-	CustomNoUpgrade      = "CustomNoUpgrade"
-	OKD                  = "OKD"
+	defaultSet     = "Default"
+	techPreviewSet = "TechPreviewNoUpgrade"
+	devPreviewSet  = "DevPreviewNoUpgrade"
+	customSet      = "CustomNoUpgrade"
+	okdSet         = "OKD"
 )
 
 // knownFeatureSets are the feature sets of the pinned openshift/api (every
@@ -37,8 +37,8 @@ var knownFeatureSets = func() []string {
 	for _, s := range configv1.AllFixedFeatureSets {
 		names = append(names, normalizeFeatureSet(string(s)))
 	}
-	if !slices.Contains(names, CustomNoUpgrade) {
-		names = append(names, CustomNoUpgrade)
+	if !slices.Contains(names, customSet) {
+		names = append(names, customSet)
 	}
 	return names
 }()
@@ -53,15 +53,9 @@ func isKnownFeatureSet(name string) bool {
 	return slices.Contains(knownFeatureSets, name)
 }
 
-// FeatureSetOnly returns Features with only a feature set and no gate
-// enabled. It serves offline evaluation (no cluster to ask about gates) and
-// tests. The empty name means Default.
-func FeatureSetOnly(name string) Features {
-	return NewFeatures(name)
-}
-
 // NewFeatures returns Features with feature set featureSet (empty: Default)
-// and exactly the gates enabled listed.
+// and exactly the gates enabled listed; with none listed it serves offline
+// evaluation, where there is no cluster to ask about gates.
 func NewFeatures(featureSet string, enabled ...configv1.FeatureGateName) Features {
 	return staticFeatures{set: normalizeFeatureSet(featureSet), enabled: sets.New(enabled...)}
 }
@@ -79,7 +73,7 @@ func (f staticFeatures) Enabled(gate configv1.FeatureGateName) bool {
 // normalizeFeatureSet spells the API's empty feature set the way annotations do.
 func normalizeFeatureSet(name string) string {
 	if name == "" {
-		return Default
+		return defaultSet
 	}
 	return name
 }

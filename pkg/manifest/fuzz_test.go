@@ -23,10 +23,10 @@ func FuzzInclude(f *testing.F) {
 		// Empty fuzzed values leave the annotation out, except for a
 		// sentinel that keeps it present and empty.
 		for key, v := range map[string]string{
-			FeatureGateAnnotation:             gate,
-			FeatureSetAnnotation:              set,
-			ProfileAnnotationPrefix + profile: profileValue,
-			DeleteAnnotation:                  deleteValue,
+			featureGateAnnotation:             gate,
+			featureSetAnnotation:              set,
+			profileAnnotationPrefix + profile: profileValue,
+			deleteAnnotation:                  deleteValue,
 		} {
 			switch v {
 			case "":
@@ -42,15 +42,15 @@ func FuzzInclude(f *testing.F) {
 		c := Cluster{Features: features, Profile: profile}
 		d := Include(obj, c)
 		checkDecision(t, d)
-		if d.Delete && annotations[DeleteAnnotation] != "true" {
-			t.Errorf("delete without %s: %v", DeleteAnnotation, d)
+		if d.Delete && annotations[deleteAnnotation] != "true" {
+			t.Errorf("delete without %s: %v", deleteAnnotation, d)
 		}
 		// Any other delete value is invalid once every rule includes.
-		v, ok := annotations[DeleteAnnotation]
+		v, ok := annotations[deleteAnnotation]
 		if badDelete := ok && v != "true"; d.Invalid != badDelete && (d.Invalid || d.Included) {
-			t.Errorf("%s: %q (present %v): %v", DeleteAnnotation, v, ok, d)
+			t.Errorf("%s: %q (present %v): %v", deleteAnnotation, v, ok, d)
 		}
-		if profile != "" && d.Included && annotations[ProfileAnnotationPrefix+profile] != "true" {
+		if profile != "" && d.Included && annotations[profileAnnotationPrefix+profile] != "true" {
 			t.Errorf("included outside profile %q: %v", profile, d)
 		}
 		// A pure function: the same input decides the same way.
@@ -102,7 +102,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			last = m.Index
 			_ = m.Object.DeepCopy() // panics on values Unstructured cannot hold
-			checkDecision(t, Include(m.Object, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)}))
+			checkDecision(t, Include(m.Object, Cluster{Features: NewFeatures(techPreviewSet)}))
 		}
 		for _, err := range errs {
 			var le *LoadError

@@ -16,29 +16,29 @@ import (
 const (
 	// ExcludeAnnotationPrefix followed by an identifier, set to "true",
 	// excludes a manifest from clusters with that exclude identifier.
-	ExcludeAnnotationPrefix = "exclude.release.openshift.io/"
+	excludeAnnotationPrefix = "exclude.release.openshift.io/"
 	// FeatureSetAnnotation lists the feature sets a manifest applies in,
 	// comma separated, e.g. "Default,TechPreviewNoUpgrade".
-	FeatureSetAnnotation = "release.openshift.io/feature-set"
+	featureSetAnnotation = "release.openshift.io/feature-set"
 	// FeatureGateAnnotation lists gates that must be enabled ("GateA") or
 	// not enabled ("-GateB"). A value made only of feature set names is the
 	// 4.10/4.11 spelling of FeatureSetAnnotation and is read as such.
-	FeatureGateAnnotation = "release.openshift.io/feature-gate"
+	featureGateAnnotation = "release.openshift.io/feature-gate"
 	// MajorVersionAnnotation lists major versions a FeatureGate or
 	// CustomResourceDefinition applies in ("4") or does not ("-5").
-	MajorVersionAnnotation = "release.openshift.io/major-version"
+	majorVersionAnnotation = "release.openshift.io/major-version"
 	// ProfileAnnotationPrefix followed by a cluster profile name, set to
 	// "true", includes a manifest in that profile.
-	ProfileAnnotationPrefix = "include.release.openshift.io/"
+	profileAnnotationPrefix = "include.release.openshift.io/"
 	// CapabilityAnnotation lists, "+" separated, the capabilities that must
 	// all be enabled.
-	CapabilityAnnotation = "capability.openshift.io/name"
+	capabilityAnnotation = "capability.openshift.io/name"
 	// DeleteAnnotation set to "true" asks for the object to be deleted
 	// rather than applied; any other value is an error (Decision.Invalid).
-	DeleteAnnotation = "release.openshift.io/delete"
+	deleteAnnotation = "release.openshift.io/delete"
 	// CreateOnlyAnnotation set to "true", in any case, asks for the object
 	// to be created when absent and never updated.
-	CreateOnlyAnnotation = "release.openshift.io/create-only"
+	createOnlyAnnotation = "release.openshift.io/create-only"
 )
 
 // Cluster is everything about a cluster that inclusion depends on. The zero
@@ -70,7 +70,7 @@ type Capabilities struct {
 }
 
 // CapabilitiesFromStatus takes the capabilities of a ClusterVersion's status.
-func CapabilitiesFromStatus(s configv1.ClusterVersionCapabilitiesStatus) *Capabilities {
+func capabilitiesFromStatus(s configv1.ClusterVersionCapabilitiesStatus) *Capabilities {
 	return &Capabilities{Known: slices.Clone(s.KnownCapabilities), Enabled: slices.Clone(s.EnabledCapabilities)}
 }
 
@@ -164,26 +164,26 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 	}
 	features := c.Features
 	if features == nil {
-		features = FeatureSetOnly(Default)
+		features = NewFeatures(defaultSet)
 	}
 	set := normalizeFeatureSet(features.FeatureSetName())
 	var reasons []string
 
 	if c.ExcludeIdentifier != "" {
-		key := ExcludeAnnotationPrefix + c.ExcludeIdentifier
+		key := excludeAnnotationPrefix + c.ExcludeIdentifier
 		if v := annotations[key]; v == "true" {
 			return excluded("%s: %q excludes it (exclude identifier %q)", key, v, c.ExcludeIdentifier)
 		}
 	}
 
-	fsValue, hasFS := annotations[FeatureSetAnnotation]
-	fgValue, hasFG := annotations[FeatureGateAnnotation]
+	fsValue, hasFS := annotations[featureSetAnnotation]
+	fgValue, hasFG := annotations[featureGateAnnotation]
 	if hasFS && hasFG {
 		return excluded("%s: %q and %s: %q are both set; a manifest may have either a feature set or a feature gate, but not both",
-			FeatureSetAnnotation, fsValue, FeatureGateAnnotation, fgValue)
+			featureSetAnnotation, fsValue, featureGateAnnotation, fgValue)
 	}
 	if hasFS {
-		r, ok := checkFeatureSets(FeatureSetAnnotation, fsValue, set)
+		r, ok := checkFeatureSets(featureSetAnnotation, fsValue, set)
 		if !ok {
 			return excluded("%s", r)
 		}
@@ -195,8 +195,8 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 			ok bool
 		)
 		if isOldFeatureSetSpelling(fgValue) {
-			r, ok = checkFeatureSets(FeatureGateAnnotation, fgValue, set)
-			r += " (4.10 spelling of " + FeatureSetAnnotation + ")"
+			r, ok = checkFeatureSets(featureGateAnnotation, fgValue, set)
+			r += " (4.10 spelling of " + featureSetAnnotation + ")"
 		} else {
 			r, ok = checkFeatureGates(fgValue, features)
 		}
@@ -206,10 +206,10 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 		reasons = append(reasons, r)
 	}
 	if !hasFS && !hasFG {
-		reasons = append(reasons, fmt.Sprintf("no %s or %s annotation", FeatureSetAnnotation, FeatureGateAnnotation))
+		reasons = append(reasons, fmt.Sprintf("no %s or %s annotation", featureSetAnnotation, featureGateAnnotation))
 	}
 
-	if v, ok := annotations[MajorVersionAnnotation]; ok && c.MajorVersion != nil {
+	if v, ok := annotations[majorVersionAnnotation]; ok && c.MajorVersion != nil {
 		r, ok := checkMajorVersion(obj, v, *c.MajorVersion)
 		if !ok {
 			return excluded("%s", r)
@@ -218,7 +218,7 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 	}
 
 	if c.Profile != "" {
-		key := ProfileAnnotationPrefix + c.Profile
+		key := profileAnnotationPrefix + c.Profile
 		v, ok := annotations[key]
 		switch {
 		case !ok:
@@ -243,11 +243,11 @@ func Include(obj *unstructured.Unstructured, c Cluster) Decision {
 		return excluded("ClusterVersion spec.overrides marks %s unmanaged", IDOf(obj))
 	}
 
-	if v, ok := annotations[DeleteAnnotation]; ok {
+	if v, ok := annotations[deleteAnnotation]; ok {
 		return deleteDecision(reasons, v)
 	}
 	d := Decision{Included: true}
-	if v, ok := annotations[CreateOnlyAnnotation]; ok {
+	if v, ok := annotations[createOnlyAnnotation]; ok {
 		d.CreateOnly = isCreateOnly(v)
 		reasons = append(reasons, createOnlyReason(v, d.CreateOnly))
 	}
@@ -265,9 +265,9 @@ func deleteDecision(reasons []string, value string) Decision {
 	if value != "true" {
 		return Decision{Invalid: true, Reason: fmt.Sprintf(
 			"%s: %q is not \"true\", the only value the cluster-version-operator accepts: neither applied nor deleted",
-			DeleteAnnotation, value)}
+			deleteAnnotation, value)}
 	}
-	return Decision{Delete: true, Reason: strings.Join(append(reasons, fmt.Sprintf("%s: %q", DeleteAnnotation, value)), "; ")}
+	return Decision{Delete: true, Reason: strings.Join(append(reasons, fmt.Sprintf("%s: %q", deleteAnnotation, value)), "; ")}
 }
 
 // isCreateOnly reads a release.openshift.io/create-only value as the
@@ -283,9 +283,9 @@ func isCreateOnly(value string) bool {
 // unexplained.
 func createOnlyReason(value string, createOnly bool) string {
 	if createOnly {
-		return fmt.Sprintf("%s: %q", CreateOnlyAnnotation, value)
+		return fmt.Sprintf("%s: %q", createOnlyAnnotation, value)
 	}
-	return fmt.Sprintf("%s: %q is not \"true\" (in any case): applied as usual", CreateOnlyAnnotation, value)
+	return fmt.Sprintf("%s: %q is not \"true\" (in any case): applied as usual", createOnlyAnnotation, value)
 }
 
 func excluded(format string, args ...interface{}) Decision {
@@ -335,18 +335,18 @@ func checkFeatureGates(value string, f Features) (string, bool) {
 		enabled := f.Enabled(configv1.FeatureGateName(gate))
 		switch {
 		case negated && enabled:
-			return fmt.Sprintf("feature gate %s is enabled and %s: %q requires it not enabled", gate, FeatureGateAnnotation, value), false
+			return fmt.Sprintf("feature gate %s is enabled and %s: %q requires it not enabled", gate, featureGateAnnotation, value), false
 		case !negated && !enabled:
-			return fmt.Sprintf("feature gate %s is not enabled and %s: %q requires it", gate, FeatureGateAnnotation, value), false
+			return fmt.Sprintf("feature gate %s is not enabled and %s: %q requires it", gate, featureGateAnnotation, value), false
 		}
 	}
-	return fmt.Sprintf("%s: %q is satisfied", FeatureGateAnnotation, value), true
+	return fmt.Sprintf("%s: %q is satisfied", featureGateAnnotation, value), true
 }
 
 // checkMajorVersion evaluates a major-version list for obj on a cluster of
 // major version major.
 func checkMajorVersion(obj *unstructured.Unstructured, value string, major uint64) (string, bool) {
-	key := MajorVersionAnnotation
+	key := majorVersionAnnotation
 	var group, kind string
 	if obj != nil {
 		gvk := obj.GroupVersionKind()
@@ -402,7 +402,7 @@ func kindOf(group, kind string) string {
 // known and enabled; unknown names are reported before disabled ones. A
 // manifest naming none passes with no reason.
 func checkCapabilities(annotations map[string]string, c *Capabilities) (string, bool) {
-	value := annotations[CapabilityAnnotation]
+	value := annotations[capabilityAnnotation]
 	if value == "" {
 		return "", true
 	}
@@ -418,11 +418,11 @@ func checkCapabilities(annotations map[string]string, c *Capabilities) (string, 
 	}
 	switch {
 	case len(unknown) > 0:
-		return fmt.Sprintf("%s: %q names unknown capabilities %s", CapabilityAnnotation, value, strings.Join(unknown, ", ")), false
+		return fmt.Sprintf("%s: %q names unknown capabilities %s", capabilityAnnotation, value, strings.Join(unknown, ", ")), false
 	case len(disabled) > 0:
-		return fmt.Sprintf("%s: %q needs capabilities that are not enabled: %s", CapabilityAnnotation, value, strings.Join(disabled, ", ")), false
+		return fmt.Sprintf("%s: %q needs capabilities that are not enabled: %s", capabilityAnnotation, value, strings.Join(disabled, ", ")), false
 	default:
-		return fmt.Sprintf("%s: %q is enabled", CapabilityAnnotation, value), true
+		return fmt.Sprintf("%s: %q is enabled", capabilityAnnotation, value), true
 	}
 }
 
@@ -477,7 +477,7 @@ func ClusterVersionInputs(cv *configv1.ClusterVersion) (*Capabilities, []configv
 	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
 		return nil, overrides
 	}
-	return CapabilitiesFromStatus(cv.Status.Capabilities), overrides
+	return capabilitiesFromStatus(cv.Status.Capabilities), overrides
 }
 
 // MajorVersion is the major version of a release version: 4 for "4.22.0"

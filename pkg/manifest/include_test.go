@@ -23,17 +23,17 @@ func (f fakeFeatures) Enabled(gate configv1.FeatureGateName) bool {
 }
 
 const (
-	fs   = FeatureSetAnnotation
-	fg   = FeatureGateAnnotation
-	mv   = MajorVersionAnnotation
-	capa = CapabilityAnnotation
-	del  = DeleteAnnotation
-	co   = CreateOnlyAnnotation
+	fs   = featureSetAnnotation
+	fg   = featureGateAnnotation
+	mv   = majorVersionAnnotation
+	capa = capabilityAnnotation
+	del  = deleteAnnotation
+	co   = createOnlyAnnotation
 	sno  = "single-node-developer"
 	ha   = "self-managed-high-availability"
-	haOn = ProfileAnnotationPrefix + ha
+	haOn = profileAnnotationPrefix + ha
 	exID = "hypershift"
-	exOn = ExcludeAnnotationPrefix + exID
+	exOn = excludeAnnotationPrefix + exID
 )
 
 // object is a ConfigMap (or, with kind "Group/Kind", another kind) with annotations.
@@ -65,9 +65,9 @@ func object(kind string, annotations map[string]string) *unstructured.Unstructur
 
 func TestInclude(t *testing.T) {
 	var (
-		def  = FeatureSetOnly(Default)
-		tp   = FeatureSetOnly(TechPreviewNoUpgrade)
-		gate = fakeFeatures{set: Default, gates: []string{"GateA"}}
+		def  = NewFeatures(defaultSet)
+		tp   = NewFeatures(techPreviewSet)
+		gate = fakeFeatures{set: defaultSet, gates: []string{"GateA"}}
 		caps = &Capabilities{
 			Known:   []configv1.ClusterVersionCapability{"Console", "Insights", "Build"},
 			Enabled: []configv1.ClusterVersionCapability{"Console"},
@@ -95,7 +95,7 @@ func TestInclude(t *testing.T) {
 		// 1. Exclude identifier.
 		{"exclude identifier", "", map[string]string{exOn: "true"}, Cluster{ExcludeIdentifier: exID}, "excluded", []string{exOn, `"true"`, `exclude identifier "hypershift"`}},
 		{"exclude identifier not true", "", map[string]string{exOn: "True"}, Cluster{ExcludeIdentifier: exID}, "included", nil},
-		{"exclude other identifier", "", map[string]string{ExcludeAnnotationPrefix + "other": "true"}, Cluster{ExcludeIdentifier: exID}, "included", nil},
+		{"exclude other identifier", "", map[string]string{excludeAnnotationPrefix + "other": "true"}, Cluster{ExcludeIdentifier: exID}, "included", nil},
 		{"no exclude identifier", "", map[string]string{exOn: "true"}, Cluster{}, "included", nil},
 		{"exclude before both annotations", "", map[string]string{exOn: "true", fs: "Default", fg: "GateA"}, Cluster{ExcludeIdentifier: exID}, "excluded", []string{exOn}},
 
@@ -106,7 +106,7 @@ func TestInclude(t *testing.T) {
 
 		// 3. feature-set.
 		{"default only on default", "", map[string]string{fs: "Default"}, cluster(def), "included", []string{fs, `"Default"`, "includes feature set Default"}},
-		{"default only on tech preview", "", map[string]string{fs: "Default"}, cluster(tp), "excluded", []string{fs, `"Default"`, "does not include", TechPreviewNoUpgrade}},
+		{"default only on tech preview", "", map[string]string{fs: "Default"}, cluster(tp), "excluded", []string{fs, `"Default"`, "does not include", techPreviewSet}},
 		{"tech preview on tech preview", "", map[string]string{fs: "TechPreviewNoUpgrade"}, cluster(tp), "included", nil},
 		{"tech preview on default", "", map[string]string{fs: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{"does not include feature set Default"}},
 		{"list", "", map[string]string{fs: "Default,TechPreviewNoUpgrade"}, cluster(tp), "included", nil},
@@ -118,8 +118,8 @@ func TestInclude(t *testing.T) {
 		{"unknown beside the cluster's", "", map[string]string{fs: "Default,Bogus"}, cluster(def), "excluded", []string{`"Bogus"`}},
 		{"case matters", "", map[string]string{fs: "techpreviewnoupgrade"}, cluster(tp), "excluded", []string{"unknown feature set"}},
 		{"empty API set is Default", "", map[string]string{fs: "Default"}, cluster(fakeFeatures{set: ""}), "included", nil},
-		{"OKD", "", map[string]string{fs: "OKD"}, cluster(FeatureSetOnly(OKD)), "included", nil},
-		{"custom", "", map[string]string{fs: "CustomNoUpgrade,DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "included", nil},
+		{"OKD", "", map[string]string{fs: "OKD"}, cluster(NewFeatures(okdSet)), "included", nil},
+		{"custom", "", map[string]string{fs: "CustomNoUpgrade,DevPreviewNoUpgrade"}, cluster(NewFeatures(devPreviewSet)), "included", nil},
 
 		// 4. feature-gate: a gate list.
 		{"gate enabled", "", map[string]string{fg: "GateA"}, cluster(gate), "included", []string{fg, `"GateA"`, "satisfied"}},
@@ -134,15 +134,15 @@ func TestInclude(t *testing.T) {
 		{"bare minus requires nothing", "", map[string]string{fg: "GateA,-"}, cluster(gate), "included", nil},
 		{"unknown gate not enabled", "", map[string]string{fg: "NoSuchGate"}, cluster(tp), "excluded", []string{"NoSuchGate is not enabled"}},
 		{"negated unknown gate", "", map[string]string{fg: "-NoSuchGate"}, cluster(tp), "included", nil},
-		{"typed gate names", "", map[string]string{fg: string(features.FeatureGateClusterAPIMachineManagement)}, cluster(NewFeatures(TechPreviewNoUpgrade, features.FeatureGateClusterAPIMachineManagement)), "included", nil},
+		{"typed gate names", "", map[string]string{fg: string(features.FeatureGateClusterAPIMachineManagement)}, cluster(NewFeatures(techPreviewSet, features.FeatureGateClusterAPIMachineManagement)), "included", nil},
 
 		// 4. feature-gate: the 4.10 spelling, the one documented difference from library-go.
 		{"4.10: feature set name on its set", "", map[string]string{fg: "TechPreviewNoUpgrade", haOn: "true"}, inHA(cluster(tp)), "included", []string{fg, `"TechPreviewNoUpgrade"`, "includes feature set TechPreviewNoUpgrade", "4.10 spelling", haOn}},
 		{"4.10: feature set name elsewhere", "", map[string]string{fg: "TechPreviewNoUpgrade"}, cluster(def), "excluded", []string{fg, "does not include feature set Default", "4.10 spelling"}},
 		{"4.10: Default", "", map[string]string{fg: "Default"}, cluster(def), "included", []string{"4.10 spelling"}},
-		{"4.10: list of sets", "", map[string]string{fg: "TechPreviewNoUpgrade,DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "included", nil},
-		{"4.10: spaced list is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade, DevPreviewNoUpgrade"}, cluster(FeatureSetOnly(DevPreviewNoUpgrade)), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
-		{"4.10: set name mixed with gate is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade,GateA"}, cluster(fakeFeatures{set: TechPreviewNoUpgrade, gates: []string{"GateA"}}), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
+		{"4.10: list of sets", "", map[string]string{fg: "TechPreviewNoUpgrade,DevPreviewNoUpgrade"}, cluster(NewFeatures(devPreviewSet)), "included", nil},
+		{"4.10: spaced list is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade, DevPreviewNoUpgrade"}, cluster(NewFeatures(devPreviewSet)), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
+		{"4.10: set name mixed with gate is a gate list", "", map[string]string{fg: "TechPreviewNoUpgrade,GateA"}, cluster(fakeFeatures{set: techPreviewSet, gates: []string{"GateA"}}), "excluded", []string{"feature gate TechPreviewNoUpgrade is not enabled"}},
 		{"4.10: negated set name is a gate list", "", map[string]string{fg: "-TechPreviewNoUpgrade"}, cluster(tp), "included", []string{"satisfied"}},
 
 		// 5. Major version, only for FeatureGate and CRD kinds.
@@ -165,7 +165,7 @@ func TestInclude(t *testing.T) {
 		// 6. Profiles.
 		{"profile set and annotated", "", map[string]string{haOn: "true"}, inHA(cluster(def)), "included", []string{haOn}},
 		{"profile set, not annotated", "", map[string]string{"a": "b"}, inHA(cluster(def)), "excluded", []string{haOn, "not set"}},
-		{"profile set, other profile", "", map[string]string{ProfileAnnotationPrefix + sno: "true"}, inHA(cluster(def)), "excluded", []string{haOn}},
+		{"profile set, other profile", "", map[string]string{profileAnnotationPrefix + sno: "true"}, inHA(cluster(def)), "excluded", []string{haOn}},
 		{"profile set, not exactly true", "", map[string]string{haOn: "True"}, inHA(cluster(def)), "excluded", []string{haOn, `"True"`}},
 		{"profile set, empty", "", map[string]string{haOn: ""}, inHA(cluster(def)), "excluded", []string{haOn}},
 		{"no profile ignores profile annotations", "", map[string]string{haOn: "false"}, cluster(def), "included", nil},
@@ -286,20 +286,20 @@ func TestIncludeNilObject(t *testing.T) {
 	}
 }
 
-func TestFeatureSetOnly(t *testing.T) {
-	if got := FeatureSetOnly("").FeatureSetName(); got != Default {
-		t.Errorf(`FeatureSetOnly("").FeatureSetName() = %q, want Default`, got)
+func TestNewFeatures(t *testing.T) {
+	if got := NewFeatures("").FeatureSetName(); got != defaultSet {
+		t.Errorf(`NewFeatures("").FeatureSetName() = %q, want Default`, got)
 	}
-	f := FeatureSetOnly(TechPreviewNoUpgrade)
-	if f.FeatureSetName() != TechPreviewNoUpgrade || f.Enabled("Anything") || f.Enabled("") {
-		t.Errorf("FeatureSetOnly(TechPreviewNoUpgrade) = %q, enables gates", f.FeatureSetName())
+	f := NewFeatures(techPreviewSet)
+	if f.FeatureSetName() != techPreviewSet || f.Enabled("Anything") || f.Enabled("") {
+		t.Errorf("NewFeatures(TechPreviewNoUpgrade) = %q, enables gates", f.FeatureSetName())
 	}
 }
 
 // The known feature sets are the module's, and the set library-go derives
 // (every feature set features.AllFeatureSets knows, plus CustomNoUpgrade).
 func TestKnownFeatureSetsFromModule(t *testing.T) {
-	want := map[string]bool{CustomNoUpgrade: true}
+	want := map[string]bool{customSet: true}
 	for _, byProfile := range features.AllFeatureSets() {
 		for _, bySet := range byProfile {
 			for set := range bySet {
@@ -316,12 +316,12 @@ func TestKnownFeatureSetsFromModule(t *testing.T) {
 			t.Errorf("KnownFeatureSets() has %q, library-go does not", s)
 		}
 	}
-	if got[0] != Default {
+	if got[0] != defaultSet {
 		t.Errorf("KnownFeatureSets()[0] = %q, want Default first", got[0])
 	}
 	for c, v := range map[string]configv1.FeatureSet{
-		TechPreviewNoUpgrade: configv1.TechPreviewNoUpgrade, DevPreviewNoUpgrade: configv1.DevPreviewNoUpgrade,
-		CustomNoUpgrade: configv1.CustomNoUpgrade, OKD: configv1.OKD,
+		techPreviewSet: configv1.TechPreviewNoUpgrade, devPreviewSet: configv1.DevPreviewNoUpgrade,
+		customSet: configv1.CustomNoUpgrade, okdSet: configv1.OKD,
 	} {
 		if c != string(v) {
 			t.Errorf("constant %q != openshift/api %q", c, v)

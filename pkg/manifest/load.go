@@ -76,12 +76,12 @@ var manifestExtensions = []string{".yaml", ".yml", ".json"}
 // DefaultMaxFileSize bounds one manifest file. The API server stores no
 // object above about 1.5 MiB, and the memory a file costs to decode is a
 // multiple of its size: a payload must not be able to exhaust the pod's.
-const DefaultMaxFileSize = 3 << 20
+const defaultMaxFileSize = 3 << 20
 
 // DefaultSettle is how long a file must have gone unmodified before it is
 // trusted to be whole: a file rewritten in place may be read between two of
 // its writer's writes.
-const DefaultSettle = 500 * time.Millisecond
+const defaultSettle = 500 * time.Millisecond
 
 // Options bounds what Scan reads.
 type Options struct {
@@ -138,10 +138,10 @@ func Load(dir string) ([]Manifest, []error) {
 // stream cannot be resynchronized. Callers decide whether errors are fatal.
 func Scan(dir string, opts Options) Payload {
 	if opts.MaxFileSize <= 0 {
-		opts.MaxFileSize = DefaultMaxFileSize
+		opts.MaxFileSize = defaultMaxFileSize
 	}
 	if opts.Settle == 0 {
-		opts.Settle = DefaultSettle
+		opts.Settle = defaultSettle
 	}
 	// A ConfigMap volume: dir/name -> ..data/name, ..data -> ..<timestamp>.
 	if target, err := filepath.EvalSymlinks(filepath.Join(dir, "..data")); err == nil {

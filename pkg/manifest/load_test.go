@@ -61,17 +61,17 @@ func TestLoadSeed(t *testing.T) {
 
 	// The bug this package fixes: the namespace applies on tech preview.
 	ns := ms[1].Object
-	if d := Include(ns, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade), Profile: ha}); !d.Included {
+	if d := Include(ns, Cluster{Features: NewFeatures(techPreviewSet), Profile: ha}); !d.Included {
 		t.Errorf("seed namespace on TechPreviewNoUpgrade: %v, want included", d)
 	}
-	if d := Include(ns, Cluster{Features: FeatureSetOnly(Default)}); d.Included {
+	if d := Include(ns, Cluster{Features: NewFeatures(defaultSet)}); d.Included {
 		t.Errorf("seed namespace on Default: %v, want excluded", d)
 	}
-	if d := Include(ms[2].Object, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)}); d.Included {
+	if d := Include(ms[2].Object, Cluster{Features: NewFeatures(techPreviewSet)}); d.Included {
 		t.Errorf("default-only on TechPreviewNoUpgrade: %v, want excluded", d)
 	}
 	for _, set := range KnownFeatureSets() {
-		if d := Include(ms[0].Object, Cluster{Features: FeatureSetOnly(set), Profile: ha}); !d.Included {
+		if d := Include(ms[0].Object, Cluster{Features: NewFeatures(set), Profile: ha}); !d.Included {
 			t.Errorf("always on %s: %v, want included", set, d)
 		}
 	}
@@ -340,7 +340,7 @@ func TestDuplicates(t *testing.T) {
 	if len(errs) != 0 || len(ms) != 5 {
 		t.Fatalf("Load() = %v, %v", ms, errs)
 	}
-	dups := Duplicates(ms)
+	dups := duplicates(ms)
 	want := []string{"0000_10_a.yaml[0] and 0000_20_b.yaml[1] are both ConfigMap default/x"}
 	if got := errorStrings(dups); !reflect.DeepEqual(got, want) {
 		t.Errorf("Duplicates() = %q, want %q (namespace and group tell objects apart)", got, want)
@@ -349,7 +349,7 @@ func TestDuplicates(t *testing.T) {
 	if !errors.As(dups[0], &de) || de.First.File != "0000_10_a.yaml" || de.Second.File != "0000_20_b.yaml" {
 		t.Errorf("Duplicates()[0] = %#v", dups[0])
 	}
-	if dups := Duplicates(nil); dups != nil {
+	if dups := duplicates(nil); dups != nil {
 		t.Errorf("Duplicates(nil) = %v", dups)
 	}
 }
@@ -369,7 +369,7 @@ func TestDecideDuplicates(t *testing.T) {
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	ds, dups := Decide(ms, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)})
+	ds, dups := Decide(ms, Cluster{Features: NewFeatures(techPreviewSet)})
 	if len(dups) != 0 || len(ds) != 3 || ds[0].Included || !ds[1].Included || ds[2].Included {
 		t.Errorf("TechPreviewNoUpgrade: %v, %v", ds, dups)
 	}

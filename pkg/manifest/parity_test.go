@@ -118,7 +118,7 @@ func (c parityCase) cluster(t *testing.T) Cluster {
 		cl.Features = payloadFeatures(t, readFeatureGate(t, c.path(t, c.FeatureGate)))
 	}
 	if c.Capabilities != nil {
-		cl.Capabilities = CapabilitiesFromStatus(*c.Capabilities)
+		cl.Capabilities = capabilitiesFromStatus(*c.Capabilities)
 	}
 	return cl
 }
@@ -128,8 +128,8 @@ func (c parityCase) cluster(t *testing.T) Cluster {
 // differences docs/manifests.md documents.
 func libraryGoDifference(m Manifest, c Cluster) string {
 	annotations := m.Object.GetAnnotations()
-	_, hasFS := annotations[FeatureSetAnnotation]
-	if v, ok := annotations[FeatureGateAnnotation]; ok && !hasFS && isOldFeatureSetSpelling(v) {
+	_, hasFS := annotations[featureSetAnnotation]
+	if v, ok := annotations[featureGateAnnotation]; ok && !hasFS && isOldFeatureSetSpelling(v) {
 		return "4.10 spelling"
 	}
 	if annotations == nil && c.Profile == "" {
@@ -220,19 +220,19 @@ func TestCVOAnnotationParity(t *testing.T) {
 	}{
 		{name: "no delete annotation", annotations: map[string]string{"foo": "bar"}},
 		{name: "no annotations"},
-		{name: "valid delete annotation", annotations: map[string]string{DeleteAnnotation: "true"}, cvoDelete: true},
-		{name: "invalid delete annotation", annotations: map[string]string{DeleteAnnotation: "false"}, cvoDelete: true, cvoErr: true},
-		{name: "delete True", annotations: map[string]string{DeleteAnnotation: "True"}, cvoDelete: true, cvoErr: true},
-		{name: "delete empty", annotations: map[string]string{DeleteAnnotation: ""}, cvoDelete: true, cvoErr: true},
-		{name: "delete yes", annotations: map[string]string{DeleteAnnotation: "yes"}, cvoDelete: true, cvoErr: true},
-		{name: "create-only true", annotations: map[string]string{CreateOnlyAnnotation: "true"}, cvoCreateOnly: true},
-		{name: "create-only True", annotations: map[string]string{CreateOnlyAnnotation: "True"}, cvoCreateOnly: true},
-		{name: "create-only TRUE", annotations: map[string]string{CreateOnlyAnnotation: "TRUE"}, cvoCreateOnly: true},
-		{name: "create-only false", annotations: map[string]string{CreateOnlyAnnotation: "false"}},
-		{name: "create-only empty", annotations: map[string]string{CreateOnlyAnnotation: ""}},
-		{name: "create-only 1", annotations: map[string]string{CreateOnlyAnnotation: "1"}},
-		{name: "invalid delete and create-only", annotations: map[string]string{DeleteAnnotation: "false", CreateOnlyAnnotation: "true"}, cvoDelete: true, cvoErr: true, cvoCreateOnly: true},
-		{name: "delete and create-only", annotations: map[string]string{DeleteAnnotation: "true", CreateOnlyAnnotation: "True"}, cvoDelete: true, cvoCreateOnly: true},
+		{name: "valid delete annotation", annotations: map[string]string{deleteAnnotation: "true"}, cvoDelete: true},
+		{name: "invalid delete annotation", annotations: map[string]string{deleteAnnotation: "false"}, cvoDelete: true, cvoErr: true},
+		{name: "delete True", annotations: map[string]string{deleteAnnotation: "True"}, cvoDelete: true, cvoErr: true},
+		{name: "delete empty", annotations: map[string]string{deleteAnnotation: ""}, cvoDelete: true, cvoErr: true},
+		{name: "delete yes", annotations: map[string]string{deleteAnnotation: "yes"}, cvoDelete: true, cvoErr: true},
+		{name: "create-only true", annotations: map[string]string{createOnlyAnnotation: "true"}, cvoCreateOnly: true},
+		{name: "create-only True", annotations: map[string]string{createOnlyAnnotation: "True"}, cvoCreateOnly: true},
+		{name: "create-only TRUE", annotations: map[string]string{createOnlyAnnotation: "TRUE"}, cvoCreateOnly: true},
+		{name: "create-only false", annotations: map[string]string{createOnlyAnnotation: "false"}},
+		{name: "create-only empty", annotations: map[string]string{createOnlyAnnotation: ""}},
+		{name: "create-only 1", annotations: map[string]string{createOnlyAnnotation: "1"}},
+		{name: "invalid delete and create-only", annotations: map[string]string{deleteAnnotation: "false", createOnlyAnnotation: "true"}, cvoDelete: true, cvoErr: true, cvoCreateOnly: true},
+		{name: "delete and create-only", annotations: map[string]string{deleteAnnotation: "true", createOnlyAnnotation: "True"}, cvoDelete: true, cvoCreateOnly: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,7 +290,7 @@ func TestPayloadInclusion(t *testing.T) {
 		fg := readFeatureGate(t, file)
 		profile := ""
 		for k := range fg.Annotations {
-			if p, ok := strings.CutPrefix(k, ProfileAnnotationPrefix); ok {
+			if p, ok := strings.CutPrefix(k, profileAnnotationPrefix); ok {
 				if profile != "" {
 					t.Fatalf("%s: two profiles %s and %s", file, profile, p)
 				}

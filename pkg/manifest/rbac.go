@@ -66,14 +66,14 @@ func RBACFor(ms []Manifest, name, subject string) RBAC {
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
 		k := key{gvk.Group, plural.Resource}
 		ns, objName := m.Object.GetNamespace(), m.Object.GetName()
-		if m.Object.GetAnnotations()[DeleteAnnotation] == "true" {
+		if m.Object.GetAnnotations()[deleteAnnotation] == "true" {
 			add(ns, k, "get", objName)
 			add(ns, k, "delete", objName)
 			continue
 		}
 		add(ns, k, "get", objName)
 		add(ns, k, "create", "")
-		if m.Object.GetAnnotations()[CreateOnlyAnnotation] != "true" {
+		if m.Object.GetAnnotations()[createOnlyAnnotation] != "true" {
 			add(ns, k, "patch", objName) // create-only objects are never updated
 			if !Sensitive(gvk.GroupKind()) {
 				add(ns, k, "list", "")

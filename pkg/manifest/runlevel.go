@@ -7,7 +7,7 @@ package manifest
 //
 // The cluster-version-operator applies run levels in order and the
 // manifests within one level in parallel; Groups gives callers the same shape.
-func RunLevel(file string) string {
+func runLevel(file string) string {
 	const n = len("0000_00")
 	if len(file) <= n || file[n] != '_' || file[4] != '_' {
 		return ""
@@ -27,9 +27,9 @@ func RunLevel(file string) string {
 func Groups(ms []Manifest) [][]Manifest {
 	var groups [][]Manifest
 	for i := 0; i < len(ms); {
-		level := RunLevel(ms[i].File)
+		level := runLevel(ms[i].File)
 		j := i + 1
-		for j < len(ms) && RunLevel(ms[j].File) == level {
+		for j < len(ms) && runLevel(ms[j].File) == level {
 			j++
 		}
 		groups = append(groups, ms[i:j:j])

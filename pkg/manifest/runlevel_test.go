@@ -20,7 +20,7 @@ func TestRunLevel(t *testing.T) {
 		"":                "",
 		"00000_30_x.yaml": "",
 	} {
-		if got := RunLevel(file); got != want {
+		if got := runLevel(file); got != want {
 			t.Errorf("RunLevel(%q) = %q, want %q", file, got, want)
 		}
 	}

@@ -93,7 +93,7 @@ func TestScanWaitsForAFileRewrittenInPlace(t *testing.T) {
 	if len(p.Manifests) != 1 || len(p.Errors) != 0 {
 		t.Fatalf("manifests %v, errors %v", p.Manifests, p.Errors)
 	}
-	if got := p.Manifests[0].Object.GetAnnotations()[FeatureSetAnnotation]; got != "TechPreviewNoUpgrade" {
+	if got := p.Manifests[0].Object.GetAnnotations()[featureSetAnnotation]; got != "TechPreviewNoUpgrade" {
 		t.Fatalf("read half a file: feature-set annotation %q", got)
 	}
 }

@@ -53,9 +53,9 @@ func generatePayload(dir string, components int) (payloadStats, error) {
 		gate := ""
 		switch {
 		case c < techPreviewComps/2:
-			gate = manifest.FeatureSetAnnotation + `: "TechPreviewNoUpgrade"`
+			gate = `release.openshift.io/feature-set: "TechPreviewNoUpgrade"`
 		case c < techPreviewComps:
-			gate = manifest.FeatureGateAnnotation + `: "TechPreviewNoUpgrade"` // 4.10 spelling
+			gate = `release.openshift.io/feature-gate: "TechPreviewNoUpgrade"` // 4.10 spelling
 		}
 		write := func(file, kind, body string) error {
 			annotations := "    include.release.openshift.io/self-managed-high-availability: \"true\"\n"
@@ -135,7 +135,7 @@ func copyIncluded(src, dst string) (int, error) {
 	}
 	excluded := map[string]bool{}
 	for _, m := range ms {
-		if !manifest.Include(m.Object, manifest.Cluster{Features: manifest.FeatureSetOnly("Default")}).Included {
+		if !manifest.Include(m.Object, manifest.Cluster{Features: manifest.NewFeatures("Default")}).Included {
 			excluded[m.File] = true
 		}
 	}

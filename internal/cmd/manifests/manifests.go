@@ -85,7 +85,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	report := manifest.Report{Cluster: target}
+	report := Report{Cluster: target}
 	if *featureSet != "" {
 		report.FeatureSets = strings.Split(*featureSet, ",")
 	}
@@ -130,10 +130,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	if *rbac {
 		return writeRBAC(stdout, stderr, manifest.RBACFor(report.Manifests, *rbacName, *rbacSubject), report.LoadErrors)
 	}
-	if err := manifest.WriteReport(stdout, report, *output); err != nil {
+	if err := WriteReport(stdout, report, *output); err != nil {
 		return fail(err)
 	}
-	if manifest.HasErrors(report) {
+	if HasErrors(report) {
 		return 1
 	}
 	return 0

@@ -1,9 +1,10 @@
-package manifest
+package manifests
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/featuregate-operator/operator/pkg/manifest"
 	"io"
 	"slices"
 	"strings"
@@ -16,13 +17,13 @@ import (
 // Report is what WriteReport shows: manifests, how they load, and what one
 // cluster, or each of several feature sets, makes of them.
 type Report struct {
-	Manifests  []Manifest
+	Manifests  []manifest.Manifest
 	LoadErrors []error
 	// Cluster is evaluated as it is when Cluster.Features is set: one
 	// column, named by its feature set. Otherwise there is one column per
 	// FeatureSets, each with no gate enabled (there are no gates to ask
 	// about) and the rest of Cluster.
-	Cluster Cluster
+	Cluster manifest.Cluster
 	// FeatureSets names the columns when Cluster.Features is nil; empty
 	// means every known feature set. An unknown name is an error, as it
 	// would silently exclude everything annotated.
@@ -45,14 +46,14 @@ func WriteReport(w io.Writer, r Report, format string) error {
 		return err
 	}
 	for i, m := range r.Manifests {
-		if m.Object == nil { // not from Load; report it rather than panic
+		if m.Object == nil { // not from manifest.Load; report it rather than panic
 			m.Object = &unstructured.Unstructured{Object: map[string]interface{}{}}
 			r.Manifests[i] = m
 		}
 	}
 	rows := make([]reportRow, len(r.Manifests))
 	for i, m := range r.Manifests {
-		rows[i] = reportRow{m: m, decisions: make([]Decision, len(cols))}
+		rows[i] = reportRow{m: m, decisions: make([]manifest.Decision, len(cols))}
 	}
 	errs := slices.Clone(r.LoadErrors)
 	sets := make([]string, len(cols))
@@ -61,7 +62,7 @@ func WriteReport(w io.Writer, r Report, format string) error {
 		sets[j] = col.FeatureSetName()
 		c := r.Cluster
 		c.Features = col
-		ds, decideErrs := Decide(r.Manifests, c)
+		ds, decideErrs := manifest.Decide(r.Manifests, c)
 		for i := range rows {
 			rows[i].decisions[j] = ds[i]
 		}
@@ -84,7 +85,7 @@ func WriteReport(w io.Writer, r Report, format string) error {
 // in which columns.
 func appendColumnErrors(errs []error, set string, decideErrs []error, seen map[string]bool) []error {
 	for _, e := range decideErrs {
-		if _, ok := errors.AsType[*InvalidError](e); !ok {
+		if _, ok := errors.AsType[*manifest.InvalidError](e); !ok {
 			errs = append(errs, fmt.Errorf("%s: %w", set, e))
 			continue
 		}
@@ -110,42 +111,45 @@ func HasErrors(r Report) bool {
 	for _, col := range cols {
 		c := r.Cluster
 		c.Features = col
-		if _, errs := Decide(r.Manifests, c); len(errs) > 0 {
+		if _, errs := manifest.Decide(r.Manifests, c); len(errs) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-func reportColumns(r Report) ([]Features, error) {
+func reportColumns(r Report) ([]manifest.Features, error) {
 	if r.Cluster.Features != nil {
-		return []Features{r.Cluster.Features}, nil
+		return []manifest.Features{r.Cluster.Features}, nil
 	}
 	sets, err := reportFeatureSets(r.FeatureSets)
 	if err != nil {
 		return nil, err
 	}
-	cols := make([]Features, len(sets))
+	cols := make([]manifest.Features, len(sets))
 	for i, s := range sets {
-		cols[i] = FeatureSetOnly(s)
+		cols[i] = manifest.NewFeatures(s)
 	}
 	return cols, nil
 }
 
 type reportRow struct {
-	m         Manifest
-	decisions []Decision // one per column
+	m         manifest.Manifest
+	decisions []manifest.Decision // one per column
 }
 
 func reportFeatureSets(featureSets []string) ([]string, error) {
 	if len(featureSets) == 0 {
-		return KnownFeatureSets(), nil
+		return manifest.KnownFeatureSets(), nil
 	}
+	known := manifest.KnownFeatureSets()
 	var sets []string
 	for _, s := range featureSets {
-		s = normalizeFeatureSet(strings.TrimSpace(s))
-		if !isKnownFeatureSet(s) {
-			return nil, fmt.Errorf("unknown feature set %q (known: %s)", s, strings.Join(knownFeatureSets, ", "))
+		if s = strings.TrimSpace(s); s == "" {
+			s = "Default" // the API spells it ""; annotations and reports "Default"
+		}
+		if !slices.Contains(known, s) {
+			return nil, fmt.Errorf("unknown feature set %q (known: %s)", s, strings.Join(known, ", "))
 		}
 		if !slices.Contains(sets, s) {
 			sets = append(sets, s)
@@ -194,7 +198,7 @@ func writeTable(w io.Writer, rows []reportRow, errs []error, sets []string) erro
 
 // tableReason is the one reason when all feature sets agree, otherwise
 // "Set: reason" for each set.
-func tableReason(sets []string, ds []Decision) string {
+func tableReason(sets []string, ds []manifest.Decision) string {
 	same := true
 	for _, d := range ds[1:] {
 		same = same && d.Reason == ds[0].Reason
@@ -254,7 +258,7 @@ type jsonError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w io.Writer, rows []reportRow, errs []error, sets []string, c Cluster) error {
+func writeJSON(w io.Writer, rows []reportRow, errs []error, sets []string, c manifest.Cluster) error {
 	out := jsonReport{Profile: c.Profile, FeatureSets: sets, Manifests: []jsonManifest{}, Errors: []jsonError{},
 		Cluster: jsonCluster{MajorVersion: c.MajorVersion, ExcludeIdentifier: c.ExcludeIdentifier, Overrides: c.Overrides}}
 	if c.Capabilities != nil {
@@ -280,9 +284,9 @@ func writeJSON(w io.Writer, rows []reportRow, errs []error, sets []string, c Clu
 	for _, e := range errs {
 		je := jsonError{Error: e.Error()}
 		var (
-			le  *LoadError
-			dup *DuplicateError
-			inv *InvalidError
+			le  *manifest.LoadError
+			dup *manifest.DuplicateError
+			inv *manifest.InvalidError
 		)
 		switch {
 		case errors.As(e, &le):

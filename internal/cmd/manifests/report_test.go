@@ -1,17 +1,20 @@
-package manifest
+package manifests
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"github.com/featuregate-operator/operator/pkg/manifest"
+	configv1 "github.com/openshift/api/config/v1"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // reportInput is the seed payload plus a load error and a delete manifest.
-func reportInput(t *testing.T) ([]Manifest, []error) {
+func reportInput(t *testing.T) ([]manifest.Manifest, []error) {
 	t.Helper()
-	ms, errs := Load("testdata/seed")
+	ms, errs := manifest.Load(seedDir)
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
@@ -19,7 +22,7 @@ func reportInput(t *testing.T) ([]Manifest, []error) {
 		"0000_90_gone.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gone\n  namespace: default\n  annotations:\n    release.openshift.io/delete: \"true\"\n",
 		"0000_95_bad.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
 	})
-	more, errs := Load(dir)
+	more, errs := manifest.Load(dir)
 	return append(ms, more...), errs
 }
 
@@ -72,7 +75,7 @@ func TestWriteReportTable(t *testing.T) {
 func TestWriteReportTableOneSet(t *testing.T) {
 	ms, _ := reportInput(t)
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{"TechPreviewNoUpgrade"}, Cluster: Cluster{Profile: ha}}, "table"); err != nil {
+	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{"TechPreviewNoUpgrade"}, Cluster: manifest.Cluster{Profile: "self-managed-high-availability"}}, "table"); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -130,7 +133,7 @@ func TestWriteReportJSON(t *testing.T) {
 	if ns.File != "0000_30_cluster-api_capi-operator_00_namespace.yaml" || ns.Index != 0 || ns.Kind != "Namespace" || ns.Name != "openshift-cluster-api" || ns.Namespace != "" {
 		t.Errorf("namespace = %+v", ns)
 	}
-	if d := ns.Decisions["TechPreviewNoUpgrade"]; !d.Included || d.Delete || !strings.Contains(d.Reason, FeatureGateAnnotation) {
+	if d := ns.Decisions["TechPreviewNoUpgrade"]; !d.Included || d.Delete || !strings.Contains(d.Reason, "release.openshift.io/feature-gate") {
 		t.Errorf("namespace on TechPreviewNoUpgrade = %+v", d)
 	}
 	if d := ns.Decisions["Default"]; d.Included || d.Delete || d.Reason == "" {
@@ -171,54 +174,16 @@ func TestWriteReportErrors(t *testing.T) {
 	}
 }
 
-// invalidInput is a payload with a manifest the cluster-version-operator
-// refuses everywhere (release.openshift.io/delete: "false", second document
-// of its file), one it refuses only where TechPreviewNoUpgrade includes it,
-// and a valid delete.
-func invalidInput(t *testing.T) []Manifest {
+// invalidInput is pkg/manifest's payload with manifests the
+// cluster-version-operator refuses: one everywhere, one only where
+// TechPreviewNoUpgrade includes it.
+func invalidInput(t *testing.T) []manifest.Manifest {
 	t.Helper()
-	cm := func(name, annotations string) string {
-		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: default\n  annotations:\n" + annotations
-	}
-	dir := writeFiles(t, map[string]string{
-		"0000_10_gone.yaml": cm("gone", "    release.openshift.io/delete: \"true\"\n"),
-		"0000_20_bad.yaml": cm("fine", "    a: b\n") + "---\n" +
-			cm("kept", "    release.openshift.io/delete: \"false\"\n    release.openshift.io/create-only: \"true\"\n"),
-		"0000_30_tp.yaml": cm("tp", "    release.openshift.io/delete: \"True\"\n    release.openshift.io/feature-set: TechPreviewNoUpgrade\n"),
-	})
-	ms, errs := Load(dir)
+	ms, errs := manifest.Load("../../../pkg/manifest/testdata/invalid")
 	if len(errs) != 0 || len(ms) != 4 {
 		t.Fatalf("Load() = %v, %v", ms, errs)
 	}
 	return ms
-}
-
-// A delete value other than "true" is an error naming the file, document,
-// object and value; the manifest is neither applied nor deleted, and the
-// others are decided as usual.
-func TestDecideInvalid(t *testing.T) {
-	ms := invalidInput(t)
-	ds, errs := Decide(ms, Cluster{})
-	var states []string
-	for _, d := range ds {
-		checkDecision(t, d)
-		states = append(states, d.State())
-	}
-	if got := strings.Join(states, " "); got != "delete included invalid excluded" {
-		t.Errorf("states = %s, want delete included invalid excluded", got)
-	}
-	want := `0000_20_bad.yaml[1] ConfigMap default/kept: release.openshift.io/delete: "false" is not "true"`
-	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), want) {
-		t.Fatalf("errors = %q, want one starting %q", errorStrings(errs), want)
-	}
-	inv, ok := errors.AsType[*InvalidError](errs[0])
-	if !ok || inv.Manifest.File != "0000_20_bad.yaml" || inv.Manifest.Index != 1 || inv.Reason != ds[2].Reason {
-		t.Errorf("error = %#v, want an *InvalidError for 0000_20_bad.yaml[1] with the decision's reason", errs[0])
-	}
-	_, errs = Decide(ms, Cluster{Features: FeatureSetOnly(TechPreviewNoUpgrade)})
-	if got := errorStrings(errs); len(got) != 2 || !strings.HasPrefix(got[1], `0000_30_tp.yaml[0] ConfigMap default/tp: release.openshift.io/delete: "True"`) {
-		t.Errorf("TechPreviewNoUpgrade errors = %q, want kept's then tp's", got)
-	}
 }
 
 // The report lists each invalid manifest once however many columns refuse
@@ -252,7 +217,7 @@ func TestWriteReportInvalid(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{TechPreviewNoUpgrade}}, "json"); err != nil {
+	if err := WriteReport(&buf, Report{Manifests: ms, FeatureSets: []string{string(configv1.TechPreviewNoUpgrade)}}, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -267,10 +232,24 @@ func TestWriteReportInvalid(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
-	if d := got.Manifests[2].Decisions[TechPreviewNoUpgrade]; !d.Invalid || d.Included || d.Delete {
+	if d := got.Manifests[2].Decisions[string(configv1.TechPreviewNoUpgrade)]; !d.Invalid || d.Included || d.Delete {
 		t.Errorf("kept decision = %+v, want invalid only", d)
 	}
 	if len(got.Errors) != 2 || got.Errors[1].File != "0000_30_tp.yaml" || got.Errors[1].Index == nil || *got.Errors[1].Index != 0 {
 		t.Errorf("errors = %+v, want kept's and tp's with file and index", got.Errors)
 	}
+}
+
+// seedDir is the seed's payload, shared with pkg/manifest's tests.
+const seedDir = "../../../pkg/manifest/testdata/seed"
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
