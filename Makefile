@@ -49,13 +49,15 @@ generate: controller-gen ## Generate DeepCopy methods for api/.
 	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: fmt
-fmt: ## Run go fmt (the operator and test/bench, a module of its own).
+fmt: ## Run go fmt (the operator, and pkg/featuregate and test/bench, modules of their own).
 	go fmt ./...
+	cd pkg/featuregate && go fmt ./...
 	cd test/bench && go fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet (the operator, and examples/consumer and test/bench, modules of their own).
+vet: ## Run go vet (the operator, and pkg/featuregate, examples/consumer and test/bench, modules of their own).
 	go vet ./...
+	cd pkg/featuregate && go vet ./...
 	cd examples/consumer && go vet ./...
 	cd test/bench && go vet ./...
 
@@ -78,10 +80,14 @@ $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER
 	@touch $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kustomize ## Run all tests against a real API server (and the unit tests of examples/consumer and test/bench, modules of their own).
+test: manifests generate fmt vet envtest-assets kustomize test-library ## Run all tests against a real API server: the library at each controller-runtime minor it supports, the operator, and the unit tests of examples/consumer and test/bench.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 	cd examples/consumer && go test $(GOTEST_FLAGS) ./...
 	cd test/bench && go test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-library
+test-library: envtest-assets ## Run the library module's tests (pkg/featuregate) at controller-runtime v0.23 (its floor), v0.24 and v0.25, each with its k8s.io minor (LIBRARY_MATRIX=floor for one).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" hack/test-library.sh
 
 .PHONY: test-faults
 FAULTS ?= TestFault
@@ -146,8 +152,9 @@ fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails und
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint (the operator and test/bench).
+lint: golangci-lint ## Run golangci-lint (the operator, pkg/featuregate and test/bench).
 	$(GOLANGCI_LINT) run
+	cd pkg/featuregate && $(GOLANGCI_LINT) run
 	cd test/bench && $(GOLANGCI_LINT) run
 
 # test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)

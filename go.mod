@@ -3,13 +3,11 @@ module github.com/featuregate-operator/operator
 go 1.26.0
 
 require (
-	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-containerregistry v0.22.1
 	github.com/onsi/gomega v1.39.0
 	github.com/openshift/api v0.0.0-20260805215214-cfb63858e9d7
 	github.com/prometheus/client_golang v1.24.0
-	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -20,12 +18,15 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/fsnotify/fsnotify v1.9.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/featuregate-operator/operator/pkg/featuregate v0.1.0
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
@@ -78,3 +79,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+replace github.com/featuregate-operator/operator/pkg/featuregate => ./pkg/featuregate

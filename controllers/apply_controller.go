@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/eventnote"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -120,7 +119,7 @@ func (a *Applier) Start(ctx context.Context) error {
 			ref := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: a.Status.Name}}
 			ref.SetGroupVersionKind(configv1.GroupVersion.WithKind("ClusterOperator"))
 			a.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonUnknownFeatureSet, "Snapshot", "%s",
-				eventnote.Bound(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name)))
+				truncate(fmt.Sprintf("feature set %q is not one this operator knows; Upgradeable=False", name), eventNoteLimit))
 		}
 	}
 	if err := a.watchStatus(ctx); err != nil {
@@ -356,7 +355,7 @@ func (a *Applier) record(ctx context.Context, snap featuregate.Snapshot, run Run
 	}
 	if a.Recorder != nil {
 		for _, err := range append(append([]error{}, run.Invalid...), run.Failed...) {
-			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", eventnote.Bound(err.Error()))
+			a.Recorder.Eventf(co, nil, corev1.EventTypeWarning, "ManifestApplyFailed", "Apply", "%s", truncate(err.Error(), eventNoteLimit))
 		}
 	}
 }

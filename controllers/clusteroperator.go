@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -214,10 +215,20 @@ func upgradeable(snap featuregate.Snapshot) (configv1.ConditionStatus, string, s
 
 func knownFeatureSet(name string) bool { return slices.Contains(manifest.KnownFeatureSets(), name) }
 
-// truncate keeps a condition message within n bytes.
+// truncate keeps a message within n bytes, marked "…" where it was cut and
+// cut on a rune boundary: the API server refuses invalid UTF-8, and an
+// Event note longer than 1 KiB.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
+
+// eventNoteLimit is the API server's bound on an Event's note.
+const eventNoteLimit = 1024

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -89,4 +91,19 @@ func snapshotAt(t *testing.T, version string) featuregate.Snapshot {
 		t.Fatal(err)
 	}
 	return snap
+}
+
+// A cut message stays within its bound, valid UTF-8 and marked.
+func TestTruncate(t *testing.T) {
+	if got := truncate("short", eventNoteLimit); got != "short" {
+		t.Errorf("truncate(short) = %q", got)
+	}
+	exact := strings.Repeat("a", eventNoteLimit)
+	if got := truncate(exact, eventNoteLimit); got != exact {
+		t.Errorf("a message of exactly the limit was cut")
+	}
+	got := truncate(strings.Repeat("é", eventNoteLimit), eventNoteLimit) // two bytes each
+	if len(got) > eventNoteLimit || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("truncate(long) = %d bytes, valid UTF-8 %v, marked %v", len(got), utf8.ValidString(got), strings.HasSuffix(got, "…"))
+	}
 }

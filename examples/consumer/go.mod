@@ -3,7 +3,6 @@ module github.com/featuregate-operator/operator/examples/consumer
 go 1.26.0
 
 require (
-	github.com/featuregate-operator/operator v0.0.0
 	github.com/openshift/api v0.0.0-20260805215214-cfb63858e9d7
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -16,6 +15,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/featuregate-operator/operator/pkg/featuregate v0.1.0
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
@@ -73,4 +73,4 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/featuregate-operator/operator => ../..
+replace github.com/featuregate-operator/operator/pkg/featuregate => ../../pkg/featuregate

@@ -1,10 +1,12 @@
 // Command consumer is an operator written the kubebuilder way that adopts
-// the FeatureGate guard: it records, in every ConfigMap labelled app=consumer
-// in its namespace, the feature set and whether the gate it consumes is
-// enabled, and (with --decide-bind-address) answers requests from the same
-// snapshot on /decide, asking the guard for each. It is not ready until it has read the cluster's FeatureGate, acts
-// only while the guard vouches for that read, and exits 0 for a restart as
-// soon as the FeatureGate differs from it.
+// the FeatureGate guard: it records, in every ConfigMap labelled
+// app=consumer in its namespace, the feature set and whether the gate it
+// consumes is enabled; it annotates them when its preview gate was enabled
+// at startup (a controller that exists only then); and, with
+// --decide-bind-address, it answers requests from the same snapshot on
+// /decide, asking the guard for each. It is not ready until it has read the
+// cluster's FeatureGate, acts only while the guard vouches for that read,
+// and exits 0 for a restart as soon as the FeatureGate differs from it.
 package main
 
 import (
@@ -28,8 +30,8 @@ import (
 
 // flags are the command line; --kubeconfig is controller-runtime's own.
 type flags struct {
-	probeAddr, decideAddr, version, namespace, gate string
-	resync, cacheSyncTimeout                        time.Duration
+	probeAddr, decideAddr, version, namespace, gate, previewGate string
+	resync, cacheSyncTimeout                                     time.Duration
 }
 
 func main() {
@@ -40,6 +42,7 @@ func main() {
 	flag.StringVar(&f.namespace, "namespace", "default", "Namespace of the ConfigMaps labelled app=consumer.")
 	flag.DurationVar(&f.resync, "resync", time.Minute, "How often each ConfigMap is reconciled again.")
 	flag.StringVar(&f.gate, "gate", "GateA", "The feature gate this operator consumes.")
+	flag.StringVar(&f.previewGate, "preview-gate", "GateB", "The feature gate whose being enabled at startup registers the preview controller.")
 	flag.DurationVar(&f.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller may wait for its cache to sync.")
 	// JSON (not kubebuilder's development console): the keys are the story.
 	opts := zap.Options{}
@@ -56,7 +59,11 @@ func main() {
 // signal, so that the process exits 0 and its restart reads the new value.
 func run(f flags) error {
 	ctx := ctrl.SetupSignalHandler()
-	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{Version: f.version, EventSource: "consumer"})
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
+		Version: f.version, EventSource: "consumer",
+		// Which controllers exist is decided from the snapshot, once read.
+		Setup: setupPreview(configv1.FeatureGateName(f.previewGate)),
+	})
 	if err != nil {
 		return err
 	}

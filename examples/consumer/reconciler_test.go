@@ -131,3 +131,30 @@ func TestReconcileGoneConfigMap(t *testing.T) {
 func equal(a, b map[string]string) bool {
 	return len(a) == len(b) && contains(a, b)
 }
+
+// The preview controller annotates the consumer's ConfigMaps, once.
+func TestPreviewAnnotatesOnce(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(configMap(labelled, nil)).Build()
+	r := &PreviewReconciler{Client: c, Gate: "GateB"}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	got := &corev1.ConfigMap{}
+	if err := c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[previewAnnotation] != "GateB" {
+		t.Errorf("annotations = %v, want %s=GateB", got.Annotations, previewAnnotation)
+	}
+}
+
+// With the preview gate disabled in the snapshot nothing is registered (the
+// manager is never touched: nil would panic).
+func TestSetupPreviewSkipsADisabledGate(t *testing.T) {
+	snap, _ := featuregatetest.New(configv1.Default, "GateA").Snapshot()
+	if err := setupPreview("GateB")(nil, snap); err != nil {
+		t.Fatal(err)
+	}
+}

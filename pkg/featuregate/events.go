@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/eventnote"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/eventnote"
 )
 
 // Event reasons the guard records on the FeatureGate.

@@ -5,17 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	configv1 "github.com/openshift/api/config/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/featuregate-operator/operator/internal/limitedread"
-	"github.com/featuregate-operator/operator/internal/objectfile"
 )
 
 const (
@@ -122,15 +122,15 @@ func (s *fileSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
 func (s *fileSource) readOnce() (*fileRead, error) {
 	before, err := os.Stat(s.path)
 	if err != nil {
-		return nil, fileError(s.path, err)
+		return nil, s.fileError(err)
 	}
-	data, err := limitedread.File(s.path, s.maxSize)
+	data, err := readAtMost(s.path, s.maxSize)
 	if err != nil {
-		return nil, fileError(s.path, err)
+		return nil, s.fileError(err)
 	}
 	after, err := os.Stat(s.path)
 	if err != nil {
-		return nil, fileError(s.path, err)
+		return nil, s.fileError(err)
 	}
 	if !fileUnchanged(before, after) {
 		return nil, nil
@@ -154,17 +154,37 @@ func fileUnchanged(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// fileError names the file once: os and limitedread errors name it too.
-func fileError(path string, err error) error {
+// errTooLarge is a file past maxSize.
+var errTooLarge = errors.New("too large")
+
+// readAtMost reads the whole file, or fails with errTooLarge once it has
+// read more than limit bytes (from a file that grew, or /dev/zero).
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+// fileError names the file once: os errors name it too.
+func (s *fileSource) fileError(err error) error {
 	var pathErr *fs.PathError
-	var tooLarge *limitedread.TooLargeError
 	switch {
-	case errors.As(err, &tooLarge):
-		return fmt.Errorf("read FeatureGate file %s: larger than the %d-byte limit", path, tooLarge.Limit)
+	case errors.Is(err, errTooLarge):
+		return fmt.Errorf("read FeatureGate file %s: larger than the %d-byte limit", s.path, s.maxSize)
 	case errors.As(err, &pathErr):
 		err = pathErr.Err // keeps errors.Is(err, fs.ErrNotExist)
 	}
-	return fmt.Errorf("read FeatureGate file %s: %w", path, err)
+	return fmt.Errorf("read FeatureGate file %s: %w", s.path, err)
 }
 
 // fileDecode decodes a FeatureGate document, YAML or JSON. It insists on
@@ -173,8 +193,18 @@ func fileError(path string, err error) error {
 // the fields: like the API source, it ignores fields this build does not
 // know, so that a newer FeatureGate schema still reads.
 func fileDecode(path string, data []byte) (*configv1.FeatureGate, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("read FeatureGate file %s: empty", path)
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return nil, fmt.Errorf("read FeatureGate file %s: not a YAML or JSON object: %w", path, err)
+	}
+	if want := configv1.GroupVersion.String(); tm.Kind != "FeatureGate" || tm.APIVersion != want {
+		return nil, fmt.Errorf("read FeatureGate file %s: is not a FeatureGate: kind is %q, apiVersion is %q, want FeatureGate, %s", path, tm.Kind, tm.APIVersion, want)
+	}
 	fg := &configv1.FeatureGate{}
-	if err := objectfile.Decode(data, configv1.GroupVersion.WithKind("FeatureGate"), fg, false); err != nil {
+	if err := yaml.Unmarshal(data, fg); err != nil {
 		return nil, fmt.Errorf("read FeatureGate file %s: %w", path, err)
 	}
 	return fg, nil

@@ -186,7 +186,7 @@ func TestFileSourceReadErrorsNameTheFile(t *testing.T) {
 		{name: "not YAML", data: []byte("spec: [featureSet\n"), want: "not a YAML or JSON object"},
 		{name: "not an object", data: []byte("just words\n"), want: "not a YAML or JSON object"},
 		{name: "wrong kind", data: []byte("apiVersion: v1\nkind: ConfigMap\ndata:\n  featureSet: TechPreviewNoUpgrade\n"), want: `is not a FeatureGate: kind is "ConfigMap"`},
-		{name: "wrong apiVersion", data: []byte("apiVersion: config.openshift.io/v2\nkind: FeatureGate\n"), want: `is not a FeatureGate: apiVersion is "config.openshift.io/v2"`},
+		{name: "wrong apiVersion", data: []byte("apiVersion: config.openshift.io/v2\nkind: FeatureGate\n"), want: `apiVersion is "config.openshift.io/v2", want FeatureGate, config.openshift.io/v1`},
 		{name: "too large", data: full, maxSize: 64, want: "larger than the 64-byte limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

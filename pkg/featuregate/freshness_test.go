@@ -10,13 +10,13 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // Log lines of the freshness proof.
 var (
-	logLapsed  = harness.Message("FeatureGate not proven current within the freshness bound; not current")
-	logProven  = harness.Message("FeatureGate proven current again")
+	logLapsed  = testenv.Message("FeatureGate not proven current within the freshness bound; not current")
+	logProven  = testenv.Message("FeatureGate proven current again")
 	noAnswerTo = "no answer to a consistent read of FeatureGate"
 )
 
@@ -29,7 +29,7 @@ func TestGuardCurrentNeedsFreshProof(t *testing.T) {
 	g := NewWithT(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	const bound = 600 * time.Millisecond
 	var hold atomic.Bool
 	gd := startGuarded(t, featuregate.Options{Name: name, FreshnessBound: bound}, func(gu *featuregate.Guard) {
@@ -80,7 +80,7 @@ func TestGuardFreshnessReadSeesAChange(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name, FreshnessBound: time.Second})
 	featuregate.DeafenMonitor(gd.guard)
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())

@@ -27,10 +27,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/internal/eventnote"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/controlplane"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/eventnote"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // readRecorder counts, per resourceVersion, the FeatureGates the manager's
@@ -69,7 +69,7 @@ func (c recordingClient) Get(ctx context.Context, key client.ObjectKey, obj clie
 type guarded struct {
 	guard *featuregate.Guard
 	reg   *prometheus.Registry
-	log   *harness.Log
+	log   *testenv.Log
 	reads *readRecorder
 	// done receives mgr.Start's result.
 	done chan error
@@ -190,11 +190,11 @@ func (gd *guarded) firstReason(t *testing.T) string {
 
 // stopLine waits for the guard's log line announcing the stop: the one
 // naming what detected the change.
-func (gd *guarded) stopLine(t *testing.T) harness.Line {
+func (gd *guarded) stopLine(t *testing.T) testenv.Line {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, _, err := gd.log.Wait(ctx, 0, harness.HasKey("detectedBy"))
+	l, _, err := gd.log.Wait(ctx, 0, testenv.HasKey("detectedBy"))
 	if err != nil {
 		t.Fatalf("no log line with detectedBy: %v", err)
 	}
@@ -227,7 +227,7 @@ func (gd *guarded) current(t *testing.T) {
 }
 
 func newFG(name string, set configv1.FeatureSet) *configv1.FeatureGate {
-	return featureGate(set, controlplane.Named(name))
+	return featureGate(set, featuregatetest.Named(name))
 }
 
 // statusEntry returns the status.featureGates entry for version, adding it
@@ -323,11 +323,7 @@ func waitEvent(ctx context.Context, t *testing.T, c client.Client, name, reason 
 
 func testClient(t *testing.T) client.Client {
 	t.Helper()
-	c, err := controlplane.NewClient(sharedControlPlane(t).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testenv.Client(t, sharedControlPlane(t).Config)
 }
 
 // metric is the value of the gauge or counter name (with the one label
@@ -363,7 +359,7 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	g.Expect(gd.taken(t).FeatureSetName()).To(Equal("Default"))
@@ -391,7 +387,7 @@ func TestGuardFeatureGateChangeRequestsShutdown(t *testing.T) {
 	// The FeatureGate controller and the monitor both compare; once Start
 	// has returned, every comparison is over, and only the first detection
 	// was reported.
-	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
+	g.Expect(gd.log.CountWhere(testenv.HasKey("detectedBy"))).To(Equal(1))
 	g.Expect(metric(t, gd.reg, "featuregate_guard_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -425,13 +421,13 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 		{
 			name: "customNoUpgrade lists reordered",
 			fg: func(name string) *configv1.FeatureGate {
-				return featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B"}, []string{"C"}), controlplane.Named(name))
+				return featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B"}, []string{"C"}), featuregatetest.Named(name))
 			},
 			noop: specUpdate(func(fg *configv1.FeatureGate) {
-				fg.Spec.CustomNoUpgrade.Enabled = controlplane.GateNames("B", "A")
+				fg.Spec.CustomNoUpgrade.Enabled = []configv1.FeatureGateName{"B", "A"}
 			}),
 			change: specUpdate(func(fg *configv1.FeatureGate) {
-				fg.Spec.CustomNoUpgrade.Enabled = controlplane.GateNames("B")
+				fg.Spec.CustomNoUpgrade.Enabled = []configv1.FeatureGateName{"B"}
 			}),
 			want: "customNoUpgrade.enabled removed [A]",
 		},
@@ -439,7 +435,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name: "status entry for another version",
 			opts: featuregate.Options{Version: version},
 			fg: func(name string) *configv1.FeatureGate {
-				return featureGate("", status(version, []string{"GateA"}, nil), controlplane.Named(name))
+				return featureGate("", status(version, []string{"GateA"}, nil), featuregatetest.Named(name))
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				*statusEntry(fg, "4.12.0") = details("4.12.0", nil, []string{"GateA"})
@@ -453,7 +449,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name: "unwatched gate changed",
 			opts: featuregate.Options{Version: version, WatchedGates: []configv1.FeatureGateName{"GateA"}},
 			fg: func(name string) *configv1.FeatureGate {
-				return featureGate("", status(version, []string{"GateA", "GateB"}, nil), controlplane.Named(name))
+				return featureGate("", status(version, []string{"GateA", "GateB"}, nil), featuregatetest.Named(name))
 			},
 			noop: statusUpdate(func(fg *configv1.FeatureGate) {
 				*statusEntry(fg, version) = details(version, []string{"GateA"}, []string{"GateB"})
@@ -484,7 +480,7 @@ func TestGuardNoOpUpdatesDoNotRequestShutdown(t *testing.T) {
 			name := uniqueName()
 			opts := tt.opts
 			opts.Name = name
-			harness.CreateSharedFeatureGate(t, c, tt.fg(name))
+			testenv.CreateFeatureGate(t, c, tt.fg(name))
 
 			gd := startGuarded(t, opts)
 			gd.taken(t)
@@ -508,8 +504,8 @@ func TestGuardStatusOnlyChangeRequestsShutdown(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	const version = "4.11.0"
-	fg := featureGate(configv1.TechPreviewNoUpgrade, status(version, []string{"GateA"}, []string{"GateB"}), controlplane.Named(name))
-	harness.CreateSharedFeatureGate(t, c, fg)
+	fg := featureGate(configv1.TechPreviewNoUpgrade, status(version, []string{"GateA"}, []string{"GateB"}), featuregatetest.Named(name))
+	testenv.CreateFeatureGate(t, c, fg)
 	generation := fg.Generation
 
 	gd := startGuarded(t, featuregate.Options{Name: name, Version: version, WatchedGates: []configv1.FeatureGateName{"GateA"}},
@@ -543,7 +539,7 @@ func TestGuardChangeBetweenReadAndWatchIsCaught(t *testing.T) {
 	g := NewWithT(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 
 	var mu sync.Mutex
 	changed := false
@@ -585,7 +581,7 @@ func TestGuardReconcileBeforeSnapshotRequeues(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	gd.newManager(t, ctrl.Options{}) // never started: no snapshot
 
@@ -605,7 +601,7 @@ func TestGuardFeatureGateDeletedKeepsRunning(t *testing.T) {
 	c := testClient(t)
 	name := uniqueName()
 	fg := newFG(name, configv1.TechPreviewNoUpgrade)
-	harness.CreateSharedFeatureGate(t, c, fg)
+	testenv.CreateFeatureGate(t, c, fg)
 
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.taken(t)
@@ -631,7 +627,7 @@ func TestGuardResyncRequeuesOnEquality(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := startGuarded(t, featuregate.Options{Name: name, ResyncPeriod: time.Second})
 	gd.taken(t)
@@ -661,7 +657,7 @@ func TestGuardCurrent(t *testing.T) {
 	_, ok := gd.guard.Snapshot()
 	g.Expect(ok).To(BeFalse())
 
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	gd.current(t)
 	_, ok = gd.guard.Snapshot()
 	g.Expect(ok).To(BeTrue())
@@ -676,7 +672,7 @@ func TestGuardCurrent(t *testing.T) {
 // stopAPIServer stops the shared control plane's API server (etcd keeps
 // running) and returns what starts it again; the test's end starts it if
 // the test did not.
-func stopAPIServer(t *testing.T, cp *controlplane.ControlPlane) (start func()) {
+func stopAPIServer(t *testing.T, cp *testenv.ControlPlane) (start func()) {
 	t.Helper()
 	if err := cp.StopAPIServer(); err != nil {
 		t.Fatalf("stop API server: %v", err)
@@ -730,7 +726,7 @@ func TestGuardCurrentFollowsAPIOutage(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := startGuarded(t, featuregate.Options{Name: name})
 	gd.current(t)
 
@@ -768,7 +764,7 @@ func TestGuardFollowsAFeatureGateOlderThanTheAPIServer(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	stopAPIServer(t, cp)()
 	apiReady(t, cp.Config)
 
@@ -793,7 +789,7 @@ func TestGuardMonitorSeesChangeRightAfterAPIReturns(t *testing.T) {
 			ctx := testContext(t)
 			c := testClient(t)
 			name := uniqueName()
-			harness.CreateSharedFeatureGate(t, c, featureGate("", status(version, []string{"GateA"}, nil), controlplane.Named(name)))
+			testenv.CreateFeatureGate(t, c, featureGate("", status(version, []string{"GateA"}, nil), featuregatetest.Named(name)))
 			gd := newGuard(t, featuregate.Options{Name: name, Version: version})
 			g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 			done := startMonitor(t, gd.guard)
@@ -867,7 +863,7 @@ func TestGuardMonitorFollowsTheFeatureGate(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 	g.Expect(gd.guard.Current()).To(BeFalse(), "the monitor does not follow yet")
@@ -894,7 +890,7 @@ func TestGuardMonitorReadsLiveAfterAlarm(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	// A bound longer than the test: the freshness reads (every half bound)
 	// would otherwise see the change without the alarm.
 	gd := newGuard(t, featuregate.Options{Name: name, FreshnessBound: time.Hour})
@@ -947,7 +943,7 @@ func TestGuardOnlyTheFirstDetectionIsReported(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 
@@ -962,7 +958,7 @@ func TestGuardOnlyTheFirstDetectionIsReported(t *testing.T) {
 	g.Expect(featuregate.Compare(ctx, gd.guard, live, "reconcile")).To(BeTrue())
 	g.Expect(featuregate.Compare(ctx, gd.guard, live, "verify")).To(BeTrue())
 
-	g.Expect(gd.log.CountWhere(harness.HasKey("detectedBy"))).To(Equal(1))
+	g.Expect(gd.log.CountWhere(testenv.HasKey("detectedBy"))).To(Equal(1))
 	g.Expect(gd.stopLine(t).Get("detectedBy")).To(Equal("verify"))
 	g.Expect(metric(t, gd.reg, "featuregate_guard_shutdown_requests_total", "")).To(Equal(1.0))
 	events, err := fgEvents(ctx, c, name, "FeatureGateChanged")
@@ -979,7 +975,7 @@ func TestGuardEnabledWithoutVersionLogsOnce(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.TechPreviewNoUpgrade))
 	gd := newGuard(t, featuregate.Options{Name: name})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
 
@@ -1004,7 +1000,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
 	c := testClient(t)
-	api, err := controlplane.OpenShiftAPIDir()
+	api, err := testenv.OpenShiftAPIDir()
 	g.Expect(err).NotTo(HaveOccurred())
 	files, err := filepath.Glob(filepath.Join(api, "payload-manifests", "featuregates", "featureGate-*SelfManagedHA-TechPreviewNoUpgrade.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -1020,7 +1016,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(len(enabled)).To(BeNumerically(">", 50), "a real payload enables many gates")
 	name := uniqueName()
 	fg.Name = name
-	harness.CreateSharedFeatureGate(t, c, fg)
+	testenv.CreateFeatureGate(t, c, fg)
 
 	gd := newGuard(t, featuregate.Options{Name: name, Version: version, WatchedGates: []configv1.FeatureGateName{enabled[0].Name}})
 	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
@@ -1034,7 +1030,7 @@ func TestGuardStartupSnapshotOfARealPayload(t *testing.T) {
 	g.Expect(event.Note).To(HavePrefix("Startup feature set TechPreviewNoUpgrade (version " + version + ": enabled ["))
 	g.Expect(event.ReportingController).To(Equal("guard-test"))
 
-	line, found := gd.log.Find(harness.HasKey("snapshot"))
+	line, found := gd.log.Find(testenv.HasKey("snapshot"))
 	g.Expect(found).To(BeTrue(), "no log line with the snapshot")
 	g.Expect(line.Get("snapshot")).To(Equal(s.String()), "the log keeps the whole snapshot")
 	g.Expect(line.Get("featureSet")).To(Equal("TechPreviewNoUpgrade"))

@@ -84,17 +84,23 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.setup(mgr); err != nil {
+	gm := &guardedManager{Manager: mgr, guard: g}
+	if err := g.setup(gm); err != nil {
 		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)
 	}
-	return &guardedManager{Manager: mgr, guard: g}, nil
+	return gm, nil
 }
 
-// setup adds the guard's runnables and readiness check to mgr: the startup
-// read and the stop on every replica at once; the monitor and, reading the
-// API, the FeatureGate controller once the snapshot is taken.
-func (g *Guard) setup(mgr manager.Manager) error {
+// setup adds the guard's runnables and readiness check to the manager: the
+// startup read and the stop on every replica at once; the monitor, the
+// adopter's Setup and, reading the API, the FeatureGate controller once the
+// snapshot is taken.
+func (g *Guard) setup(gm *guardedManager) error {
+	mgr := gm.Manager
 	runnables := []manager.Runnable{g.startup, g.stopper, g.startup.AfterSnapshot(g.monitor)}
+	if g.opts.Setup != nil {
+		runnables = append(runnables, g.startup.AfterSnapshot(setupRunnable{guard: g, mgr: gm}))
+	}
 	if g.opts.File == "" {
 		r := &reconciler{
 			reader:     mgr.GetClient(),
@@ -149,4 +155,20 @@ func (m *guardedManager) Start(ctx context.Context) error {
 // take seconds to answer).
 func (g *Guard) afterCache(r manager.Runnable) manager.Runnable {
 	return &afterSnapshot{taken: g.cache.ready, runnable: r}
+}
+
+// setupRunnable runs Options.Setup with the snapshot, on every replica.
+type setupRunnable struct {
+	guard *Guard
+	mgr   manager.Manager
+}
+
+func (s setupRunnable) NeedLeaderElection() bool { return false }
+
+func (s setupRunnable) Start(context.Context) error {
+	snap, _ := s.guard.startup.Snapshot() // taken: it runs after the snapshot
+	if err := s.guard.opts.Setup(s.mgr, snap); err != nil {
+		return fmt.Errorf("featuregate Options.Setup: %w", err)
+	}
+	return nil
 }

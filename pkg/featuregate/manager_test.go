@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // configMapRecorder is an operator's reconciler: it records the ConfigMaps
@@ -97,11 +97,11 @@ func TestGuardNewManagerWhileAPIIsDown(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 
 	start := stopAPIServer(t, cp)
 	gd := newGuard(t, featuregate.Options{Name: name, CacheSyncTimeout: 3 * time.Second})
-	probe := harness.FreeAddr(t)
+	probe := testenv.FreeAddr(t)
 	mgr := gd.newManager(t, ctrl.Options{
 		HealthProbeBindAddress: probe,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -176,7 +176,7 @@ func TestGuardControllersWaitForTheCacheBuild(t *testing.T) {
 	ctx := testContext(t)
 	c := testClient(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, newFG(name, configv1.Default))
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
 
 	gd := newGuard(t, featuregate.Options{Name: name, CacheSyncTimeout: time.Second})
 	release := make(chan struct{})

@@ -2,6 +2,7 @@ package featuregate
 
 import (
 	"errors"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,6 +36,14 @@ type Options struct {
 	// gates the component does not consume never do. It never changes what
 	// Enabled answers.
 	WatchedGates []configv1.FeatureGateName
+	// Setup, when set, runs once the startup snapshot is taken, with the
+	// manager NewManager built and that snapshot: the place to add what
+	// exists only when a gate is enabled (a controller registered or not),
+	// decided from a feature set that was read. What it adds starts like
+	// everything else behind the snapshot; an error it returns ends the
+	// manager's Start with that error. It runs on every replica, leader or
+	// not, once per process: a change of the gates restarts the process.
+	Setup func(mgr manager.Manager, snapshot Snapshot) error
 
 	// File, when set, is read instead of the API: a file holding the
 	// FeatureGate as YAML or JSON, as a ConfigMap volume presents it

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // countingGetter counts the reads that pass through it.
@@ -32,25 +31,18 @@ func (c *countingGetter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Getter.Get(ctx, key, obj, opts...)
 }
 
-// guardLog is a logr.Logger writing JSON lines into a harness.Log, so
-// that tests assert on the keys the guard logs, not on its wording. Failed
-// tests show it.
-func guardLog(t *testing.T) (logr.Logger, *harness.Log) {
+// guardLog records what the guard logs, so that tests assert on its keys,
+// not on its wording. Failed tests show it.
+func guardLog(t *testing.T) (logr.Logger, *testenv.Log) {
 	t.Helper()
-	log := &harness.Log{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("guard log:\n%s", log.String())
-		}
-	})
-	return funcr.NewJSON(func(obj string) { _, _ = log.Write([]byte(obj + "\n")) }, funcr.Options{}), log
+	return testenv.NewLogger(t)
 }
 
 // closedPortConfig points at a loopback port nothing listens on: an API
 // server that is down.
 func closedPortConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	return &rest.Config{Host: "https://" + harness.ClosedAddr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	return &rest.Config{Host: "https://" + testenv.ClosedAddr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 }
 
 func liveCounting(t *testing.T, cfg *rest.Config) *countingGetter {
@@ -70,7 +62,7 @@ func TestStartupRetriesRefusedConnectionsQuicklyAndQuietly(t *testing.T) {
 	g.Eventually(reader.reads.Load).WithTimeout(30*time.Second).Should(BeNumerically(">=", 10),
 		"a backoff capped at 2s would have read about 4 times by now")
 	// The retry line is the one with a retryIn.
-	retries := log.CountWhere(harness.All(harness.HasKey("retryIn"), harness.HasKey("attempt")))
+	retries := log.CountWhere(testenv.All(testenv.HasKey("retryIn"), testenv.HasKey("attempt")))
 	g.Expect(retries).To(Equal(1), "one line for the same failure, until logEvery")
 	g.Expect(checkMessage(s)()).To(ContainSubstring("connection refused"))
 }
@@ -140,7 +132,7 @@ func TestStartupHedgesAHeldRead(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	testenv.CreateFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 	live := liveCounting(t, cp.Config)
 	held := &holdFirst{Getter: live, release: make(chan struct{})}
 	t.Cleanup(func() { close(held.release) })
@@ -223,7 +215,7 @@ func TestAPIReadReadsAndDescribes(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	name := uniqueName()
-	fg := harness.CreateSharedFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	fg := testenv.CreateFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 
 	read, err := featuregate.APIRead(cp.Config, name)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -7,15 +7,14 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/controlplane"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
 )
 
 // The shared fixture, under short names for the tables below.
 var (
-	featureGate = controlplane.FeatureGate
-	custom      = controlplane.CustomGates
-	status      = controlplane.StatusGates
-	details     = controlplane.GateDetails
+	featureGate = featuregatetest.FeatureGate
+	custom      = featuregatetest.CustomGates
+	status      = featuregatetest.StatusGates
 )
 
 func mustNew(t *testing.T, fg *configv1.FeatureGate, opts featuregate.View) featuregate.Snapshot {
@@ -363,4 +362,9 @@ func TestZeroSnapshotIsSafe(t *testing.T) {
 	g.Expect(zero.FeatureSetName()).To(Equal("Default"))
 	g.Expect(zero.KnownFeatures()).To(BeEmpty())
 	g.Expect(featuregate.Diff(zero, zero)).To(BeEmpty())
+}
+
+// details is a status.featureGates entry.
+func details(version string, enabled, disabled []string) configv1.FeatureGateDetails {
+	return featuregatetest.FeatureGate("", featuregatetest.StatusGates(version, enabled, disabled)).Status.FeatureGates[0]
 }

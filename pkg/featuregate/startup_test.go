@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/controlplane"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // The control plane shared by the tests here that need an API server with
@@ -28,7 +28,7 @@ import (
 // pay for it, and TestMain stops it.
 var shared struct {
 	once sync.Once
-	cp   *controlplane.ControlPlane
+	cp   *testenv.ControlPlane
 	err  error
 }
 
@@ -45,9 +45,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func sharedControlPlane(t *testing.T) *controlplane.ControlPlane {
+func sharedControlPlane(t *testing.T) *testenv.ControlPlane {
 	t.Helper()
-	shared.once.Do(func() { shared.cp, shared.err = controlplane.Start(controlplane.Options{}) })
+	shared.once.Do(func() { shared.cp, shared.err = testenv.Start(nil) })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
@@ -147,7 +147,7 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 	cp := sharedControlPlane(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
-	harness.CreateSharedFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name)))
+	testenv.CreateFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, featuregatetest.Named(name)))
 
 	g.Expect(cp.StopAPIServer()).To(Succeed())
 	down := true
@@ -212,7 +212,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 		Equal(fmt.Sprintf("initial FeatureGate not read yet: FeatureGate %s not found", name)))
 	g.Expect(s.Taken()).NotTo(BeClosed())
 
-	harness.CreateSharedFeatureGate(t, c, featureGate("", controlplane.Named(name)))
+	testenv.CreateFeatureGate(t, c, featureGate("", featuregatetest.Named(name)))
 	g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	snap, _ := s.Snapshot()
@@ -225,7 +225,7 @@ func TestStartupWaitsForFeatureGate(t *testing.T) {
 // wait like any other outage.
 func TestStartupWaitsForCRD(t *testing.T) {
 	g := NewWithT(t)
-	cp, err := controlplane.Start(controlplane.Options{CRDs: []string{}})
+	cp, err := testenv.Start([]string{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
@@ -250,7 +250,7 @@ func TestStartupWaitsForCRD(t *testing.T) {
 		g.Expect(s.Taken()).NotTo(BeClosed())
 	}
 
-	crds, err := controlplane.OpenShiftCRDs()
+	crds, err := testenv.OpenShiftCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -274,8 +274,8 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	ctx := testContext(t)
 	c := apiReader(t, cp.Config)
 	name := uniqueName()
-	fg := featureGate(configv1.TechPreviewNoUpgrade, controlplane.Named(name))
-	harness.CreateSharedFeatureGate(t, c, fg)
+	fg := featureGate(configv1.TechPreviewNoUpgrade, featuregatetest.Named(name))
+	testenv.CreateFeatureGate(t, c, fg)
 	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details("4.10.0", []string{"GateA"}, nil)}
 	g.Expect(c.Status().Update(ctx, fg)).To(Succeed())
 

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/test/framework/controlplane"
-	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
 )
 
 // An operator built with the placeholder version reads the cluster's
@@ -20,9 +20,9 @@ import (
 // FeatureGate's discipline: not ready until it is read, saying why.
 func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	g := NewWithT(t)
-	cp := harness.StartControlPlane(t, controlplane.Options{})
-	c := harness.Client(t, cp.Config)
-	harness.CreateFeatureGate(t, c, controlplane.FeatureGate(configv1.Default, controlplane.StatusGates("4.22.0", []string{"GateA"}, nil)))
+	cp := testenv.StartT(t, nil)
+	c := testenv.Client(t, cp.Config)
+	testenv.CreateFeatureGate(t, c, featuregatetest.FeatureGate(configv1.Default, featuregatetest.StatusGates("4.22.0", []string{"GateA"}, nil)))
 
 	gd := newGuardOn(t, cp.Config, featuregate.Options{Version: "0.0.1-snapshot"})
 	mgr := gd.newManager(t, ctrl.Options{})
@@ -39,8 +39,8 @@ func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	snap, _ := gd.guard.Snapshot()
 	g.Expect(snap.Version()).To(Equal("4.22.0"))
 	g.Expect(gd.guard.Enabled("GateA")).To(BeTrue())
-	g.Expect(gd.log.IndexWhere(harness.All(harness.Message("Startup snapshot taken"),
-		harness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
+	g.Expect(gd.log.IndexWhere(testenv.All(testenv.Message("Startup snapshot taken"),
+		testenv.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(BeNumerically(">=", 0))
 
 	// An upgrade moves the ClusterVersion, and the new version's entry
 	// disables GateA: this process keeps the version it started for, and
@@ -48,7 +48,7 @@ func TestGuardPlaceholderVersionFromClusterVersion(t *testing.T) {
 	// a new operator pod, whose start reads the new version.
 	cv.Status.Desired.Version = "4.23.0"
 	g.Expect(c.Status().Update(t.Context(), cv)).To(Succeed())
-	fg := controlplane.FeatureGate(configv1.Default, controlplane.StatusGates("4.22.0", []string{"GateA"}, nil), controlplane.StatusGates("4.23.0", nil, []string{"GateA"}))
+	fg := featuregatetest.FeatureGate(configv1.Default, featuregatetest.StatusGates("4.22.0", []string{"GateA"}, nil), featuregatetest.StatusGates("4.23.0", nil, []string{"GateA"}))
 	live := &configv1.FeatureGate{}
 	g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(fg), live)).To(Succeed())
 	live.Status = fg.Status

@@ -30,6 +30,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/featuregate-operator/operator/pkg/featuregate v0.1.0
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
@@ -81,3 +82,5 @@ require (
 )
 
 replace github.com/featuregate-operator/operator => ../..
+
+replace github.com/featuregate-operator/operator/pkg/featuregate => ../../pkg/featuregate

@@ -30,10 +30,13 @@ import (
 // ConfigMap labelled app=consumer, and only while the guard vouches for its
 // snapshot.
 const (
-	consumerVersion  = "4.99.0"
-	consumerGate     = "GateA"
-	msgActed         = "Acted on the feature set"
-	consumerConfigCM = "consumer-settings"
+	consumerVersion = "4.99.0"
+	consumerGate    = "GateA"
+	msgActed        = "Acted on the feature set"
+	// The preview controller is registered, or not, from the snapshot.
+	msgPreviewRegistered = "Preview controller registered"
+	msgPreviewSkipped    = "Preview controller not registered; its gate is disabled"
+	consumerConfigCM     = "consumer-settings"
 	// watchDelivery is how long after a change's write returned a process
 	// may still act on the old state: the time the API server takes to
 	// deliver the change on the guard's watch (see staleAfter).
@@ -211,6 +214,10 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 		harness.KeyEquals("featureSet", "Default"), harness.KeyEquals("gate", consumerGate)))).To(Succeed())
 	g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(bystander), bystander)).To(Succeed())
 	g.Expect(bystander.Data).To(BeEmpty(), "a ConfigMap without the label is not the consumer's")
+	// GateB is disabled: the controller behind it was never registered.
+	g.Expect(o.Logged(harness.All(harness.Message(msgPreviewSkipped), harness.KeyEquals("gate", "GateB")))).To(Succeed())
+	g.Expect(o.Log.IndexWhere(harness.Message(msgPreviewRegistered))).To(Equal(-1))
+	g.Expect(consumerPreview(t, c)).To(BeEmpty(), "no preview controller, no preview annotation")
 
 	g.Expect(setConsumerGate(t.Context(), c, false)).To(Succeed())
 	changed := time.Now()
@@ -229,6 +236,9 @@ func TestConsumerExampleGetsTheWholeGuard(t *testing.T) {
 	next := harness.StartT(t, consumerOptions(t, "consumer-restarted", bin, kc))
 	g.Eventually(next.Ready).WithTimeout(readyTimeout).Should(BeTrue())
 	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(HaveKeyWithValue(consumerGate, "disabled"))
+	// GateB is now enabled: Options.Setup registered its controller.
+	g.Expect(next.Logged(harness.All(harness.Message(msgPreviewRegistered), harness.KeyEquals("gate", "GateB")))).To(Succeed())
+	g.Eventually(func() string { return consumerPreview(t, c) }).WithTimeout(readyTimeout).Should(Equal("GateB"))
 	g.Expect(next.Signal(syscall.SIGTERM)).To(Succeed())
 	g.Expect(next.WaitExit(exitTimeout)).To(Equal(0))
 	g.Expect(next.Logged(harness.All(logStopped, harness.KeyEquals("reason", "signal")))).To(Succeed())
@@ -260,4 +270,15 @@ func TestConsumerPlaceholderVersion(t *testing.T) {
 	g.Expect(o.Logged(harness.All(logSnapshot, harness.KeyEquals("version", consumerVersion),
 		harness.KeyEquals("versionFrom", "ClusterVersion version status.desired.version")))).To(Succeed())
 	g.Eventually(func() map[string]string { return consumerData(t, c) }).WithTimeout(readyTimeout).Should(Equal(map[string]string{"featureSet": "Default", consumerGate: "enabled"}))
+}
+
+// consumerPreview is the preview controller's annotation on the consumer's
+// ConfigMap: the gate that registered it, or "".
+func consumerPreview(t *testing.T, c client.Client) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: consumerConfigCM}, cm); err != nil {
+		t.Fatalf("get ConfigMap: %v", err)
+	}
+	return cm.Annotations["consumer.example.com/preview"]
 }

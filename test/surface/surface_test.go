@@ -22,7 +22,7 @@ var caps = []struct {
 	why   string
 }{
 	{"pkg/featuregate", 25, "adopters learn NewGuard, NewManager, the Gates they ask and the Snapshot behind them"},
-	{"pkg/featuregate/featuregatetest", 12, "a test double for Gates: built for a feature set, changed, made stale, and the stop it asks for"},
+	{"pkg/featuregate/featuregatetest", 20, "a test double for Gates (built for a feature set, changed, made stale, the stop it asks for) and the FeatureGate fixture an adopter's envtest, fake client or Options.File needs"},
 	{"pkg/manifest", 40, "Load/Scan, Decide/Include and the Cluster they read, the Manifest and Decision they pass, " +
 		"the typed errors bad input is reported with, Groups by run level, the RBAC a payload needs"},
 }

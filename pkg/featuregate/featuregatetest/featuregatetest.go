@@ -34,14 +34,11 @@ var _ featuregate.Gates = &Gates{}
 // written into a status.featureGates entry for Version and read the way
 // the guard reads a FeatureGate. It is current and no stop is requested.
 func New(featureSet configv1.FeatureSet, enabled ...configv1.FeatureGateName) *Gates {
-	fg := &configv1.FeatureGate{}
-	fg.Name = "cluster"
-	fg.Spec.FeatureSet = featureSet
-	details := configv1.FeatureGateDetails{Version: Version}
-	for _, gate := range enabled {
-		details.Enabled = append(details.Enabled, configv1.FeatureGateAttributes{Name: gate})
+	gates := make([]string, 0, len(enabled))
+	for _, g := range enabled {
+		gates = append(gates, string(g))
 	}
-	fg.Status.FeatureGates = []configv1.FeatureGateDetails{details}
+	fg := FeatureGate(featureSet, StatusGates(Version, gates, nil))
 	snap, err := featuregate.Read(fg, Version)
 	if err != nil {
 		panic(err) // the entry is there: Read cannot fail

@@ -1,0 +1,177 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+)
+
+// ControlPlane is a running etcd and kube-apiserver.
+type ControlPlane struct {
+	// Config is an admin client configuration.
+	Config *rest.Config
+	env    *envtest.Environment
+	dir    string
+}
+
+// Start runs etcd and kube-apiserver from KUBEBUILDER_ASSETS and installs
+// crds; nil means OpenShiftCRDs().
+func Start(crds []string) (*ControlPlane, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: point it at etcd, kube-apiserver and kubectl (`make envtest-assets` at the repository root builds them)")
+	}
+	if crds == nil {
+		var err error
+		if crds, err = OpenShiftCRDs(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "featuregate-testenv-")
+	if err != nil {
+		return nil, err
+	}
+	// A fixed certificate directory lets the API server restart with the
+	// same serving certificate and client CA: clients keep working.
+	api := &envtest.APIServer{CertDir: filepath.Join(dir, "apiserver")}
+	// Stop promptly under open watches: outage tests stop it at will.
+	api.Configure().Set("shutdown-watch-termination-grace-period", "1s")
+	if err := os.MkdirAll(api.CertDir, 0o700); err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{dir: dir, env: &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		ControlPlane: envtest.ControlPlane{
+			APIServer: api,
+			Etcd:      &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")},
+		},
+	}}
+	if cp.Config, err = cp.env.Start(); err != nil {
+		_ = cp.Stop()
+		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
+	}
+	return cp, nil
+}
+
+// StartT is Start for one test, stopped when it ends.
+func StartT(t testing.TB, crds []string) *ControlPlane {
+	t.Helper()
+	cp, err := Start(crds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return cp
+}
+
+// Stop stops both processes and removes their data.
+func (cp *ControlPlane) Stop() error {
+	return errors.Join(cp.env.Stop(), os.RemoveAll(cp.dir))
+}
+
+// StopAPIServer stops the API server and leaves etcd running.
+func (cp *ControlPlane) StopAPIServer() error { return cp.env.ControlPlane.APIServer.Stop() }
+
+// StartAPIServer starts it again, on the same address and certificates.
+func (cp *ControlPlane) StartAPIServer() error { return cp.env.ControlPlane.APIServer.Start() }
+
+// OpenShiftCRDs are the FeatureGate and ClusterVersion CRDs exactly as the
+// resolved github.com/openshift/api ships them.
+func OpenShiftCRDs() ([]string, error) {
+	api, err := OpenShiftAPIDir()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(api, "config", "v1", "zz_generated.crd-manifests")
+	files := []string{
+		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
+		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("openshift/api CRD: %w", err)
+		}
+	}
+	return files, nil
+}
+
+// OpenShiftAPIDir is the directory of the github.com/openshift/api the
+// module resolves (at whichever controller-runtime minor it is tested).
+func OpenShiftAPIDir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		return "", fmt.Errorf("locate github.com/openshift/api: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Client is a client for the built-in kinds and config.openshift.io, its
+// REST mapper asking discovery.
+func Client(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), configv1.Install(scheme)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// CreateFeatureGate creates fg, status included; fg is deleted when the
+// test ends, so that tests sharing a control plane keep apart.
+func CreateFeatureGate(t testing.TB, c client.Client, fg *configv1.FeatureGate) *configv1.FeatureGate {
+	t.Helper()
+	// Registered first, so that a failed status write leaves nothing behind.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.Delete(ctx, fg); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete FeatureGate %s: %v", fg.Name, err)
+		}
+	})
+	if err := featuregatetest.CreateFeatureGate(t.Context(), c, fg); err != nil {
+		t.Fatal(err)
+	}
+	return fg
+}
+
+// ClosedAddr is a loopback address nothing listens on: an API server that
+// is down. No free port below 1024 is ever handed out.
+const ClosedAddr = "127.0.0.1:1"
+
+// FreeAddr is a loopback address free when asked.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
