@@ -45,9 +45,7 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 	}
 	c.log.Info("FeatureGate changed; requesting shutdown", "featureGate", fg.Name, "diff", d, "detectedBy", detectedBy,
 		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
-	if err := c.events.record(ctx, fg, corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown"); err != nil {
-		c.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", reasonFeatureGateChanged)
-	}
+	c.events.record(ctx, fg, corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown")
 	c.metrics.shutdownRequests.Inc()
 	return true
 }

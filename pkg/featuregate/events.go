@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/eventnote"
@@ -22,27 +26,56 @@ const (
 	reasonFeatureGateDeleted = "FeatureGateDeleted"
 )
 
-// eventWriter records the guard's Events on the FeatureGate. It writes each
-// one synchronously: they are rare, and the change it announces is followed
-// within milliseconds by a shutdown that would drop a recorder's queue.
+// eventWriter records the guard's Events on the FeatureGate: through the
+// adopter's recorder when Options.EventRecorder is set, else itself, one
+// synchronous write each: they are rare, and the change one announces is
+// followed within milliseconds by a shutdown that would drop a recorder's
+// queue. An Event is a courtesy, never a condition: a failure is logged
+// and the guard goes on; a forbidden one is logged once, as RBAC that
+// grants no Events is a choice the operator's author made.
 type eventWriter struct {
-	client   client.Client
-	source   string
-	instance string
+	client    client.Client
+	recorder  events.EventRecorder
+	source    string
+	instance  string
+	log       logr.Logger
+	forbidden *atomic.Bool
 }
 
-func newEventWriter(c client.Client, source string) eventWriter {
+func newEventWriter(c client.Client, recorder events.EventRecorder, source string, log logr.Logger) eventWriter {
 	host, _ := os.Hostname()
 	instance := source + "-" + host
 	if len(instance) > 128 {
 		instance = instance[:128]
 	}
-	return eventWriter{client: c, source: source, instance: instance}
+	return eventWriter{client: c, recorder: recorder, source: source, instance: instance, log: log, forbidden: &atomic.Bool{}}
 }
 
-// record writes one Event about fg (which may be a name-only stand-in for a
-// deleted object). Failing to record is logged by the caller, never fatal.
-func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) error {
+// record records one Event about fg (which may be a name-only stand-in for
+// a deleted object).
+func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) {
+	note = eventnote.Bound(note)
+	if w.recorder != nil {
+		w.recorder.Eventf(fg, nil, eventType, reason, action, "%s", note)
+		return
+	}
+	if w.forbidden.Load() {
+		return
+	}
+	err := w.write(ctx, fg, eventType, reason, action, note)
+	switch {
+	case err == nil:
+	case apierrors.IsForbidden(err):
+		if !w.forbidden.Swap(true) {
+			w.log.Info("Events forbidden; the guard records none (grant create and patch on events.k8s.io events, or set Options.EventRecorder)",
+				"featureGate", fg.Name, "reason", reason, "error", err.Error())
+		}
+	default:
+		w.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", reason)
+	}
+}
+
+func (w eventWriter) write(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) error {
 	now := metav1.NowMicro()
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", fg.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
@@ -53,7 +86,7 @@ func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, event
 		},
 		Reason:              reason,
 		Action:              action,
-		Note:                eventnote.Bound(note),
+		Note:                note,
 		Type:                eventType,
 		ReportingController: w.source,
 		ReportingInstance:   w.instance,

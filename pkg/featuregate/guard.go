@@ -94,14 +94,12 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register FeatureGate metrics: %w", err)
 	}
-	writer := newEventWriter(events, opts.EventSource)
+	writer := newEventWriter(events, opts.EventRecorder, opts.EventSource, opts.Logger)
 	var g *Guard
 	announce := func(ctx context.Context, s Snapshot) {
 		m.startupFeatureSet.WithLabelValues(s.FeatureSetName()).Set(1)
 		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
-		if err := writer.record(ctx, ref, corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom)); err != nil {
-			opts.Logger.Error(err, "Event not recorded", "featureGate", opts.Name, "reason", reasonStartupSnapshot)
-		}
+		writer.record(ctx, ref, corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
 	}
 	versions, err := newVersionResolver(cfg, opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package featuregate
 
 import (
 	"errors"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"time"
 
@@ -56,6 +57,17 @@ type Options struct {
 	// EventSource is the reporting controller of the guard's Events: the
 	// name of the operator that embeds it.
 	EventSource string
+	// EventRecorder, when set, records the guard's Events (on the
+	// FeatureGate: StartupSnapshot, FeatureGateChanged, FeatureGateDeleted)
+	// instead of the guard: the operator's own recorder, with its RBAC,
+	// its broadcaster and its queue (which may drop the last Event at the
+	// restart it announces; the log line never is). controller-runtime's
+	// mgr.GetEventRecorder returns one, client-go's
+	// events.NewEventBroadcasterAdapter another. When nil, the guard writes
+	// events.k8s.io/v1 Events itself, each before it acts, and needs create
+	// on them (config/rbac/featuregate_role.yaml of this module); without
+	// that it logs once and records none.
+	EventRecorder events.EventRecorder
 	// Registry receives the guard's metrics; controller-runtime's registry,
 	// which the manager serves, when nil.
 	Registry prometheus.Registerer

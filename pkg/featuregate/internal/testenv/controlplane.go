@@ -13,7 +13,9 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -174,4 +176,33 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// User is a client configuration for a user bound, cluster-wide, to a
+// ClusterRole holding rules and nothing else; both are deleted when the
+// test ends.
+func (cp *ControlPlane) User(t testing.TB, name string, rules []rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	u, err := cp.env.ControlPlane.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Client(t, cp.Config)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %s: %v", o.GetName(), err)
+			}
+		})
+	}
+	return u.Config()
 }

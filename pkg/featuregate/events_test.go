@@ -1,0 +1,96 @@
+package featuregate_test
+
+import (
+	"os"
+	"path/filepath"
+	"sigs.k8s.io/yaml"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
+)
+
+const logEventsForbidden = "Events forbidden; the guard records none"
+
+// readFeatureGates is all the guard needs besides Events.
+var readFeatureGates = rbacv1.PolicyRule{APIGroups: []string{configv1.GroupName}, Resources: []string{"featuregates"}, Verbs: []string{"get", "list", "watch"}}
+
+// RBAC that grants no Events is a choice: the guard takes its snapshot,
+// detects the change and stops as ever, saying once that it records none
+// (no error per Event, no retries).
+func TestGuardWithoutEventsRBACLogsOnceAndGuards(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	cfg := sharedControlPlane(t).User(t, "guard-"+name, []rbacv1.PolicyRule{readFeatureGates})
+
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: name})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	gd.taken(t)
+	_, _, err := gd.log.Wait(ctx, 0, testenv.Message(logEventsForbidden))
+	g.Expect(err).NotTo(HaveOccurred(), "the StartupSnapshot Event was forbidden: say so")
+
+	specUpdate(toTechPreview).apply(ctx, t, c, name)
+	g.Expect(gd.firstReason(t)).To(ContainSubstring("TechPreviewNoUpgrade"))
+	g.Expect(gd.log.CountWhere(testenv.Message(logEventsForbidden))).To(Equal(1), "said once, not per Event")
+	g.Expect(gd.log.CountWhere(testenv.Message("Event not recorded"))).To(BeZero())
+}
+
+// Given a recorder, the guard records through it, and writes none itself.
+func TestGuardRecordsThroughTheAdoptersRecorder(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	rec := events.NewFakeRecorder(8)
+
+	gd := newGuard(t, featuregate.Options{Name: name, EventRecorder: rec})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	var ev string
+	g.Eventually(rec.Events).WithTimeout(time.Minute).Should(Receive(&ev))
+	g.Expect(strings.Fields(ev)[:2]).To(Equal([]string{"Normal", "StartupSnapshot"}), ev)
+
+	specUpdate(toTechPreview).apply(ctx, t, c, name)
+	gd.firstReason(t)
+	g.Eventually(rec.Events).WithTimeout(time.Minute).Should(Receive(HavePrefix("Warning FeatureGateChanged")))
+	for _, reason := range []string{"StartupSnapshot", "FeatureGateChanged"} {
+		evs, err := fgEvents(ctx, c, name, reason)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(evs).To(BeEmpty(), "the guard wrote a %s Event of its own beside the adopter's recorder", reason)
+	}
+}
+
+// The ClusterRole this module ships (config/rbac/role.yaml, for operators
+// that write RBAC by hand) is all the guard needs: Events included.
+func TestGuardUnderTheShippedRole(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	data, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.UnmarshalStrict(data, role)).To(Succeed())
+	cfg := sharedControlPlane(t).User(t, "guard-"+name, role.Rules)
+
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: name})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	gd.taken(t)
+	waitEvent(ctx, t, c, name, "StartupSnapshot")
+	specUpdate(toTechPreview).apply(ctx, t, c, name)
+	gd.firstReason(t)
+	waitEvent(ctx, t, c, name, "FeatureGateChanged")
+	g.Expect(gd.log.CountWhere(testenv.Message(logEventsForbidden))).To(BeZero())
+}
