@@ -13,8 +13,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Options configures a Guard. EventSource is required; every other zero
-// value means the default that Defaults returns.
+// Options configures a Guard. EventSource is required unless EventRecorder
+// is set; every other zero value means the default that Defaults returns.
 type Options struct {
 	// Name of the FeatureGate ("cluster").
 	Name string
@@ -125,8 +125,8 @@ const (
 
 // withDefaults validates o and fills in the defaults.
 func (o Options) withDefaults() (Options, error) {
-	if o.EventSource == "" {
-		return o, errors.New("featuregate.Options.EventSource is required (the operator's name, as Events report it)")
+	if o.EventSource == "" && o.EventRecorder == nil {
+		return o, errors.New("featuregate.Options.EventSource is required (the operator's name, as Events report it) unless Options.EventRecorder records them")
 	}
 	d := Defaults()
 	if o.Name == "" {

@@ -1,0 +1,83 @@
+package featuregatetest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+)
+
+// A whole manager stops when the feature set changes, and says why; no API
+// server is involved (the configuration points nowhere), so the test is
+// hermetic and takes well under a second.
+func TestFileStopsTheWholeManager(t *testing.T) {
+	const version = "4.22.0"
+	f := featuregatetest.NewFile(t, featuregatetest.FeatureGate(configv1.Default,
+		featuregatetest.StatusGates(version, []string{"ExampleGate"}, nil)))
+	nowhere := &rest.Config{Host: "https://127.0.0.1:1"}
+	guard, err := featuregate.NewGuard(nowhere, featuregate.Options{File: f.Path(), Version: version, EventRecorder: discardEvents{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := guard.NewManager(ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+
+	for !guard.Enabled("ExampleGate") {
+		select {
+		case err := <-done:
+			t.Fatalf("manager ended before its snapshot: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade,
+		featuregatetest.StatusGates(version, []string{"ExampleGate"}, nil)))
+	if err := <-done; err != nil {
+		t.Fatalf("Start after the change = %v, want nil (exit 0, restart)", err)
+	}
+	reason, requested := guard.StopReason()
+	if !requested || reason != "feature set changed from Default to TechPreviewNoUpgrade" {
+		t.Errorf("StopReason() = %q, %v", reason, requested)
+	}
+}
+
+// discardEvents is an Options.EventRecorder for a test with no API server.
+type discardEvents struct{}
+
+func (discardEvents) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
+
+// An operator's test of its whole manager, hermetic: the FeatureGate comes
+// from a file that the test changes. (Compiled, not run: t is the test's.)
+func ExampleFile() {
+	var t *testing.T // the test's own
+	f := featuregatetest.NewFile(t, featuregatetest.FeatureGate(configv1.Default))
+	guard, err := featuregate.NewGuard(&rest.Config{Host: "https://127.0.0.1:1"}, // no API server
+		featuregate.Options{File: f.Path(), Version: "4.22.0", EventRecorder: discardEvents{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := guard.NewManager(ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The operator's own SetupWithManager(mgr) calls here, then mgr.Start
+	// in a goroutine; once guard.Snapshot() is taken:
+	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade))
+	// mgr.Start returns nil, and StopReason names the change.
+	reason, _ := guard.StopReason()
+	fmt.Println(mgr != nil, reason)
+}
