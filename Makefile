@@ -21,9 +21,11 @@ GOTEST_FLAGS ?= -timeout 30m
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.1
 GOLANGCI_LINT_VERSION ?= v2.12.2
+APIDIFF_VERSION ?= v0.0.0-20261113113407-e3970619a1a4
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+APIDIFF ?= $(LOCALBIN)/apidiff-$(APIDIFF_VERSION)
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -153,9 +155,10 @@ fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails und
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint (the operator, pkg/featuregate and test/bench).
+lint: golangci-lint apidiff ## Run golangci-lint (the operator, pkg/featuregate and test/bench), and apidiff of the library against its last release tag.
 	$(GOLANGCI_LINT) run
 	cd pkg/featuregate && $(GOLANGCI_LINT) run
+	APIDIFF=$(APIDIFF) hack/apidiff.sh
 	cd test/bench && $(GOLANGCI_LINT) run
 
 # test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)
@@ -223,6 +226,11 @@ $(CONTROLLER_GEN):
 kustomize: $(KUSTOMIZE)
 $(KUSTOMIZE):
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: apidiff
+apidiff: $(APIDIFF)
+$(APIDIFF):
+	$(call go-install-tool,$(APIDIFF),golang.org/x/exp/cmd/apidiff,$(APIDIFF_VERSION))
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT)

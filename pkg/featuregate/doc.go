@@ -37,14 +37,29 @@
 // snapshot, not about the API's health. Unit tests give such code a
 // featuregatetest.Gates instead of the guard.
 //
+// Controllers that exist only when a gate is enabled are registered in
+// Options.Setup, which runs once the snapshot is taken; before it, Enabled
+// is false for every gate. The guard restarts the process on a change and
+// offers no live mode: a snapshot that changes under a running reconciler
+// would make every decision a race between two reads.
+//
 // Options.File reads the FeatureGate from a file (HyperShift renders it into
 // a ConfigMap volume; MicroShift has no FeatureGate API) with the same
-// discipline. Read is the one reader of a FeatureGate, for tools that answer
-// for a cluster the way the guard would.
+// discipline; featuregatetest.File changes such a file in a test, for a
+// hermetic test of a whole manager's stop on change. Read is the one
+// reader of a FeatureGate, for tools that answer for a cluster the way the
+// guard would.
 //
 // The guard needs RBAC to get, list and watch featuregates
-// (config.openshift.io), to create and patch events (events.k8s.io), and,
-// when Options.Version is the placeholder, to get the clusterversion
-// "version"; the package's +kubebuilder:rbac markers say exactly that, for
-// controller-gen.
+// (config.openshift.io), to create and patch events (events.k8s.io) unless
+// Options.EventRecorder records them, and, when Options.Version is the
+// placeholder, to get the clusterversion "version"; the package's
+// +kubebuilder:rbac markers say exactly that, for controller-gen, and
+// config/rbac/role.yaml of this module is the ClusterRole they generate,
+// for RBAC written by hand. Without Events the guard logs that once and
+// goes on.
+//
+// The package is a Go module of its own whose go.mod states the lowest
+// versions it supports (Go 1.25, controller-runtime v0.23, k8s.io v0.35);
+// it is tested at each controller-runtime minor from there to the newest.
 package featuregate

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Compares the API of the library module (pkg/featuregate) with its last
+# release, the newest pkg/featuregate/v* tag, and fails on an incompatible
+# change: adopters require a version, and a minor release must keep their
+# code building. Compatible additions are listed, not refused.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+module=github.com/featuregate-operator/operator/pkg/featuregate
+apidiff=${APIDIFF:-apidiff}
+cd "$root"
+tag=$(git tag --list 'pkg/featuregate/v*' --sort=-v:refname | head -n 1)
+if [ -z "$tag" ]; then
+	echo "apidiff: no pkg/featuregate/v* tag in this clone (fetched without tags?): nothing to compare with" >&2
+	exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+git archive "$tag" pkg/featuregate | tar -x -C "$work"
+(cd "$work/pkg/featuregate" && "$apidiff" -m -w "$work/base" "$module")
+(cd pkg/featuregate && "$apidiff" -m -w "$work/head" "$module")
+all=$("$apidiff" -m "$work/base" "$work/head")
+incompatible=$("$apidiff" -m -incompatible "$work/base" "$work/head")
+echo "apidiff: pkg/featuregate against $tag"
+[ -n "$all" ] && echo "$all"
+if [ -n "$incompatible" ]; then
+	echo "apidiff: incompatible changes since $tag; keep the API, or release a new major version" >&2
+	exit 1
+fi
