@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
-	"sigs.k8s.io/yaml"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	configv1 "github.com/openshift/api/config/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 const (

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/featuregate-operator/operator/pkg/manifest"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 // Report is what WriteReport shows: manifests, how they load, and what one

@@ -3,12 +3,14 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/featuregate-operator/operator/pkg/manifest"
-	configv1 "github.com/openshift/api/config/v1"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/featuregate-operator/operator/pkg/manifest"
 )
 
 // reportInput is the seed payload plus a load error and a delete manifest.
