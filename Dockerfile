@@ -7,6 +7,10 @@ WORKDIR /workspace
 # Copy the Go Modules manifests
 COPY go.mod go.mod
 COPY go.sum go.sum
+# The guard is a module of its own that go.mod replaces with its directory:
+# its go.mod must be there before the download.
+COPY pkg/featuregate/go.mod pkg/featuregate/go.mod
+COPY pkg/featuregate/go.sum pkg/featuregate/go.sum
 # cache deps before building and copying source so that we don't need to re-download as much
 # and so that source changes don't invalidate our downloaded layer
 RUN go mod download

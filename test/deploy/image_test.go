@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,6 +64,14 @@ func buildStage(t *testing.T, dockerfile string) string {
 		case "RUN":
 			if stages == 1 && strings.Contains(line, "go build") {
 				build = line
+			}
+			// The download runs on what is copied so far: a go.mod that
+			// replaces a module by a directory not yet copied fails here.
+			if stages == 1 && strings.Contains(line, "go mod download") {
+				cmd := exec.CommandContext(t.Context(), "go", "mod", "download")
+				cmd.Dir = work
+				out, err := cmd.CombinedOutput()
+				g.Expect(err).NotTo(HaveOccurred(), "%s in the build context so far: %s", line, out)
 			}
 		}
 	}
