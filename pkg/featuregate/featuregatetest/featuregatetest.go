@@ -1,7 +1,10 @@
-// Package featuregatetest stands in for the FeatureGate guard in unit tests:
-// a reconciler that depends on featuregate.Gates is given a *Gates, which
-// answers what the test says, and the test simulates what the guard would
-// see (the view going stale during an outage, or the FeatureGate changing).
+// Package featuregatetest is what an operator that adopts the FeatureGate
+// guard tests with. In unit tests a reconciler that depends on
+// featuregate.Gates is given a *Gates, which answers what the test says, and
+// the test simulates what the guard would see (the view going stale during
+// an outage, or the FeatureGate changing). A test of the whole manager gives
+// the guard a File (Options.File) and changes it, with no API server. And
+// FeatureGate builds the objects such tests, envtest and fake clients need.
 package featuregatetest
 
 import (
