@@ -7,9 +7,12 @@ import (
 
 	"github.com/openshift/api/features"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
@@ -93,4 +96,48 @@ func ExampleGuard_Current() {
 	}); err != nil {
 		os.Exit(1)
 	}
+}
+
+// A controller that exists only when its gate is enabled is registered in
+// Options.Setup, from the snapshot: before the snapshot every gate reads as
+// disabled. A change of the gate restarts the process, which decides again.
+func ExampleOptions_setup() {
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
+		Version:     "4.18.0",
+		EventSource: "example-operator",
+		Setup: func(mgr manager.Manager, snap featuregate.Snapshot) error {
+			if !snap.Enabled(features.FeatureGateExample) {
+				return nil
+			}
+			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&configMapReconciler{client: mgr.GetClient()})
+		},
+	})
+	if err != nil {
+		os.Exit(1)
+	}
+	mgr, err := guard.NewManager(ctrl.Options{})
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
+
+// The guard's Events recorded through the operator's own recorder, built
+// before the guard (the manager's own exists only after NewManager).
+func ExampleOptions_eventRecorder() {
+	ctx := ctrl.SetupSignalHandler()
+	cfg := ctrl.GetConfigOrDie()
+	broadcaster := events.NewEventBroadcasterAdapter(kubernetes.NewForConfigOrDie(cfg))
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	guard, err := featuregate.NewGuard(cfg, featuregate.Options{
+		Version:       "4.18.0",
+		EventRecorder: broadcaster.NewRecorder("example-operator"),
+	})
+	if err != nil {
+		os.Exit(1)
+	}
+	_ = guard
 }

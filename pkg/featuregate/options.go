@@ -61,12 +61,11 @@ type Options struct {
 	// FeatureGate: StartupSnapshot, FeatureGateChanged, FeatureGateDeleted)
 	// instead of the guard: the operator's own recorder, with its RBAC,
 	// its broadcaster and its queue (which may drop the last Event at the
-	// restart it announces; the log line never is). controller-runtime's
-	// mgr.GetEventRecorder returns one, client-go's
-	// events.NewEventBroadcasterAdapter another. When nil, the guard writes
-	// events.k8s.io/v1 Events itself, each before it acts, and needs create
-	// on them (config/rbac/featuregate_role.yaml of this module); without
-	// that it logs once and records none.
+	// restart it announces; the log line never is). It must exist before
+	// NewGuard, as one from client-go's events.NewEventBroadcasterAdapter
+	// does. When nil, the guard writes events.k8s.io/v1 Events itself, each
+	// before it acts, and needs create on them (config/rbac/role.yaml of
+	// this module); without that it logs once and records none.
 	EventRecorder events.EventRecorder
 	// Registry receives the guard's metrics; controller-runtime's registry,
 	// which the manager serves, when nil.
