@@ -56,7 +56,10 @@ func newEventWriter(c client.Client, recorder events.EventRecorder, source strin
 func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) {
 	note = eventnote.Bound(note)
 	if w.recorder != nil {
-		w.recorder.Eventf(fg, nil, eventType, reason, action, "%s", note)
+		// A reference, not the object: a recorder resolves an object's
+		// kind through its scheme, which need not know FeatureGates
+		// (client-go's global one does not), and would drop the Event.
+		w.recorder.Eventf(reference(fg), nil, eventType, reason, action, "%s", note)
 		return
 	}
 	if w.forbidden.Load() {
@@ -78,12 +81,9 @@ func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, event
 func (w eventWriter) write(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) error {
 	now := metav1.NowMicro()
 	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", fg.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
-		EventTime:  now,
-		Regarding: corev1.ObjectReference{
-			APIVersion: configv1.GroupVersion.String(), Kind: "FeatureGate",
-			Name: fg.Name, UID: fg.UID, ResourceVersion: fg.ResourceVersion,
-		},
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", fg.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
+		EventTime:           now,
+		Regarding:           *reference(fg),
 		Reason:              reason,
 		Action:              action,
 		Note:                note,
@@ -98,4 +98,12 @@ func (w eventWriter) write(ctx context.Context, fg *configv1.FeatureGate, eventT
 		return fmt.Errorf("record %s Event on FeatureGate %s: %w", reason, fg.Name, err)
 	}
 	return nil
+}
+
+// reference is what the guard's Events regard: the FeatureGate.
+func reference(fg *configv1.FeatureGate) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: configv1.GroupVersion.String(), Kind: "FeatureGate",
+		Name: fg.Name, UID: fg.UID, ResourceVersion: fg.ResourceVersion,
+	}
 }

@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
@@ -93,4 +95,25 @@ func TestGuardUnderTheShippedRole(t *testing.T) {
 	gd.firstReason(t)
 	waitEvent(ctx, t, c, name, "FeatureGateChanged")
 	g.Expect(gd.log.CountWhere(testenv.Message(logEventsForbidden))).To(BeZero())
+}
+
+// A real recorder, as an adopter builds it, on client-go's global scheme,
+// which knows no FeatureGate: the guard's Events still reach the API.
+func TestGuardEventsReachTheAPIThroughAnAdoptersBroadcaster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	cfg := sharedControlPlane(t).Config
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	t.Cleanup(broadcaster.Shutdown)
+	g.Expect(clientgoscheme.Scheme.Recognizes(configv1.GroupVersion.WithKind("FeatureGate"))).To(BeFalse(),
+		"the test needs a scheme that does not know FeatureGates")
+
+	gd := newGuard(t, featuregate.Options{Name: name, EventRecorder: broadcaster.NewRecorder(clientgoscheme.Scheme, "adopter")})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	ev := waitEvent(ctx, t, c, name, "StartupSnapshot")
+	g.Expect(ev.ReportingController).To(Equal("adopter"))
 }

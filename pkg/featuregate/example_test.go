@@ -8,6 +8,7 @@ import (
 	"github.com/openshift/api/features"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,17 +128,23 @@ func ExampleOptions_setup() {
 // The guard's Events recorded through the operator's own recorder, built
 // before the guard (the manager's own exists only after NewManager).
 func ExampleOptions_eventRecorder() {
-	ctx := ctrl.SetupSignalHandler()
+	ctx := ctrl.SetupSignalHandler() // once per process: mgr.Start gets it too
 	cfg := ctrl.GetConfigOrDie()
-	broadcaster := events.NewEventBroadcasterAdapter(kubernetes.NewForConfigOrDie(cfg))
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(cfg).EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	guard, err := featuregate.NewGuard(cfg, featuregate.Options{
 		Version:       "4.18.0",
-		EventRecorder: broadcaster.NewRecorder("example-operator"),
+		EventRecorder: broadcaster.NewRecorder(scheme.Scheme, "example-operator"),
 	})
 	if err != nil {
 		os.Exit(1)
 	}
-	_ = guard
+	mgr, err := guard.NewManager(ctrl.Options{})
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		os.Exit(1)
+	}
 }

@@ -43,7 +43,8 @@ type Options struct {
 	// decided from a feature set that was read. What it adds starts like
 	// everything else behind the snapshot; an error it returns ends the
 	// manager's Start with that error. It runs on every replica, leader or
-	// not, once per process: a change of the gates restarts the process.
+	// not, once per process (a change of the gates restarts the process),
+	// beside the rest: Snapshot may report the snapshot while it still runs.
 	Setup func(mgr manager.Manager, snapshot Snapshot) error
 
 	// File, when set, is read instead of the API: a file holding the

@@ -64,7 +64,9 @@ func (discardEvents) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
 // from a file that the test changes. (Compiled, not run: t is the test's.)
 func ExampleFile() {
 	var t *testing.T // the test's own
-	f := featuregatetest.NewFile(t, featuregatetest.FeatureGate(configv1.Default))
+	// The status entry for the operator's Version is what the guard reads.
+	gates := featuregatetest.StatusGates("4.22.0", []string{"ExampleGate"}, nil)
+	f := featuregatetest.NewFile(t, featuregatetest.FeatureGate(configv1.Default, gates))
 	guard, err := featuregate.NewGuard(&rest.Config{Host: "https://127.0.0.1:1"}, // no API server
 		featuregate.Options{File: f.Path(), Version: "4.22.0", EventRecorder: discardEvents{}})
 	if err != nil {
@@ -76,7 +78,7 @@ func ExampleFile() {
 	}
 	// The operator's own SetupWithManager(mgr) calls here, then mgr.Start
 	// in a goroutine; once guard.Snapshot() is taken:
-	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade))
+	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade, gates))
 	// mgr.Start returns nil, and StopReason names the change.
 	reason, _ := guard.StopReason()
 	fmt.Println(mgr != nil, reason)
