@@ -93,7 +93,7 @@ func newGuardOn(t *testing.T, cfg *rest.Config, opts featuregate.Options) *guard
 	if opts.ResyncPeriod == 0 {
 		opts.ResyncPeriod = eventsOnly
 	}
-	opts.Logger, gd.log = guardLog(t)
+	opts.Logger, gd.log = testenv.NewLogger(t)
 	g, err := featuregate.NewGuard(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,13 +30,6 @@ func (c *countingGetter) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Getter.Get(ctx, key, obj, opts...)
 }
 
-// guardLog records what the guard logs, so that tests assert on its keys,
-// not on its wording. Failed tests show it.
-func guardLog(t *testing.T) (logr.Logger, *testenv.Log) {
-	t.Helper()
-	return testenv.NewLogger(t)
-}
-
 // closedPortConfig points at a loopback port nothing listens on: an API
 // server that is down.
 func closedPortConfig(t *testing.T) *rest.Config {
@@ -55,7 +47,7 @@ func liveCounting(t *testing.T, cfg *rest.Config) *countingGetter {
 func TestStartupRetriesRefusedConnectionsQuicklyAndQuietly(t *testing.T) {
 	g := NewWithT(t)
 	reader := liveCounting(t, closedPortConfig(t))
-	logger, log := guardLog(t)
+	logger, log := testenv.NewLogger(t)
 	s := featuregate.NewStartup(reader, featuregate.Options{BackoffCap: 2 * time.Second, Logger: logger})
 	runStartup(t, s)
 
@@ -132,7 +124,7 @@ func TestStartupHedgesAHeldRead(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
 	name := uniqueName()
-	testenv.CreateFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	testenv.CreateFeatureGate(t, testenv.Client(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 	live := liveCounting(t, cp.Config)
 	held := &holdFirst{Getter: live, release: make(chan struct{})}
 	t.Cleanup(func() { close(held.release) })
@@ -215,7 +207,7 @@ func TestAPIReadReadsAndDescribes(t *testing.T) {
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
 	name := uniqueName()
-	fg := testenv.CreateFeatureGate(t, apiReader(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+	fg := testenv.CreateFeatureGate(t, testenv.Client(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
 
 	read, err := featuregate.APIRead(cp.Config, name)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -11,9 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -58,21 +56,6 @@ var names atomic.Int32
 
 // uniqueName keeps tests on one control plane out of each other's way.
 func uniqueName() string { return fmt.Sprintf("cluster-%d", names.Add(1)) }
-
-// apiReader is a plain controller-runtime client for config.openshift.io:
-// its REST mapper asks discovery.
-func apiReader(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := configv1.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // liveGetter reads as the guard does: the API source's REST client, live,
 // without retries of its own.
@@ -145,7 +128,7 @@ func (r *snapshotSeen) Start(ctx context.Context) error {
 func TestStartupWaitsForAPIServer(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	c := apiReader(t, cp.Config)
+	c := testenv.Client(t, cp.Config)
 	name := uniqueName()
 	testenv.CreateFeatureGate(t, c, featureGate(configv1.TechPreviewNoUpgrade, featuregatetest.Named(name)))
 
@@ -203,7 +186,7 @@ func TestStartupWaitsForAPIServer(t *testing.T) {
 func TestStartupWaitsForFeatureGate(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
-	c := apiReader(t, cp.Config)
+	c := testenv.Client(t, cp.Config)
 	name := uniqueName()
 
 	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{Name: name, BackoffCap: 250 * time.Millisecond})
@@ -233,7 +216,7 @@ func TestStartupWaitsForCRD(t *testing.T) {
 		}
 	})
 	ctx := testContext(t)
-	c := apiReader(t, cp.Config)
+	c := testenv.Client(t, cp.Config)
 
 	// The guard's own read.
 	s := featuregate.NewStartup(liveGetter(t, cp.Config), featuregate.Options{BackoffCap: 250 * time.Millisecond})
@@ -272,7 +255,7 @@ func TestStartupWaitsForVersionEntry(t *testing.T) {
 	g := NewWithT(t)
 	cp := sharedControlPlane(t)
 	ctx := testContext(t)
-	c := apiReader(t, cp.Config)
+	c := testenv.Client(t, cp.Config)
 	name := uniqueName()
 	fg := featureGate(configv1.TechPreviewNoUpgrade, featuregatetest.Named(name))
 	testenv.CreateFeatureGate(t, c, fg)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,12 +45,14 @@ func (l Line) Get(key string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// String is the message and its keys, in key order: a failed test's log
+// reads the same on every run.
 func (l Line) String() string {
-	keys := make([]string, 0, len(l.fields))
-	for k := range l.fields {
-		keys = append(keys, k+"="+l.Get(k))
+	pairs := make([]string, 0, len(l.fields))
+	for _, k := range slices.Sorted(maps.Keys(l.fields)) {
+		pairs = append(pairs, k+"="+l.Get(k))
 	}
-	return l.Msg + " " + strings.Join(keys, " ")
+	return l.Msg + " " + strings.Join(pairs, " ")
 }
 
 // Match selects lines.
