@@ -39,7 +39,7 @@ func TestLeaderElectionLost(t *testing.T) {
 }
 
 // Help is asked for, not bad input: every subcommand's --help exits 0 and
-// prints its usage; an unknown flag stays exit 2.
+// prints its usage; an unknown flag or an argument stays exit 2.
 func TestSubcommandHelpExitsZero(t *testing.T) {
 	for name, cmd := range map[string]func([]string, io.Writer, io.Writer) int{"manifests": manifests.Run, "audit": audit.Run} {
 		for _, help := range []string{"--help", "-h"} {
@@ -54,6 +54,11 @@ func TestSubcommandHelpExitsZero(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if code := cmd([]string{"--no-such-flag"}, &out, &errOut); code != 2 {
 			t.Errorf("%s --no-such-flag: exit %d, want 2", name, code)
+		}
+		errOut.Reset()
+		if code := cmd([]string{"--manifests-dir=.", "stray"}, &out, &errOut); code != 2 ||
+			!strings.Contains(errOut.String(), name+`: unexpected arguments ["stray"]`) {
+			t.Errorf("%s with an argument: exit %d, %q; want 2, naming it", name, code, errOut.String())
 		}
 	}
 }

@@ -71,19 +71,14 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			"2: bad flags or input.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // asked for: not bad input
-		}
-		return 2
+	if exit, ok := cluster.Parse(fs, args); !ok {
+		return exit
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "audit:", err)
 		return 2
 	}
 	switch {
-	case fs.NArg() > 0:
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
 	case *dir == "":
 		return fail(errors.New("--manifests-dir is required"))
 	case *output != "table" && *output != "json":

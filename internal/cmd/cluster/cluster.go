@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -21,6 +22,24 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
+
+// Parse parses the flags of a command that takes no arguments. ok is false
+// when the command is to end with exit: 0 when --help was asked for (help
+// is not bad input), 2 on a bad flag (the flag package has said why) or an
+// argument, said on fs's output as "<command>: unexpected arguments".
+func Parse(fs *flag.FlagSet, args []string) (exit int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return 2, false
+	}
+	return 0, true
+}
 
 // FilterFlags are the inclusion inputs that neither the FeatureGate nor the
 // ClusterVersion holds, bound alike by `manifests` and `audit`.

@@ -49,18 +49,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			"       manager manifests --manifests-dir DIR --from-cluster [--kubeconfig FILE] [--release-version V] [...]\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // asked for: not bad input
-		}
-		return 2
+	if exit, ok := cluster.Parse(fs, args); !ok {
+		return exit
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "manifests:", err)
 		return 2
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	if *dir == "" {
 		return fail(errors.New("--manifests-dir is required"))
