@@ -103,6 +103,7 @@ func ExampleGuard_Current() {
 // Options.Setup, from the snapshot: before the snapshot every gate reads as
 // disabled. A change of the gate restarts the process, which decides again.
 func ExampleOptions_setup() {
+	var guard *featuregate.Guard // set below, before Setup can run
 	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
 		Version:     "4.18.0",
 		EventSource: "example-operator",
@@ -110,7 +111,10 @@ func ExampleOptions_setup() {
 			if !snap.Enabled(features.FeatureGateExample) {
 				return nil
 			}
-			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&configMapReconciler{client: mgr.GetClient()})
+			return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&configMapReconciler{
+				client: mgr.GetClient(),
+				gates:  guard, // still asked Current before each write
+			})
 		},
 	})
 	if err != nil {
