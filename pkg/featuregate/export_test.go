@@ -3,6 +3,7 @@ package featuregate
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
@@ -110,8 +111,9 @@ func NewStopper(cancel context.CancelFunc) *Stopper {
 // View is how a snapshot is read, for the snapshot tables: the release
 // version and the gates a component watches.
 type View struct {
-	Version      string
-	WatchedGates []configv1.FeatureGateName
+	Version         string
+	WatchedGates    []configv1.FeatureGateName
+	WatchFeatureSet bool
 }
 
 // New builds the view of fg without Read's completeness check, as the
@@ -123,10 +125,14 @@ func New(fg *configv1.FeatureGate, v View) (Snapshot, error) {
 	return build(fg, v.Version), nil
 }
 
-// Diff is the comparison the guard restarts on, narrowed to watched.
-func Diff(snapshot, live Snapshot, watched ...configv1.FeatureGateName) []string {
-	return diff(snapshot, live, sets.New(watched...))
+// Diff is the comparison the guard restarts on, for what v consumes.
+func Diff(snapshot, live Snapshot, v View) []string {
+	return diff(snapshot, live, consumed{gates: sets.New(v.WatchedGates...), featureSet: v.WatchFeatureSet}).sentences()
 }
+
+// SetEntryRewriteTimeout shortens how long a feature-set change waits for
+// the status entry.
+func SetEntryRewriteTimeout(g *Guard, d time.Duration) { g.comparison.rewriteTimeout = d }
 
 // ReconcilerOf is the guard's FeatureGate reconciler, once NewManager has
 // set it up.
@@ -201,3 +207,7 @@ func DeafenMonitor(g *Guard) {
 func NewDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), log logr.Logger) *DeferredCache {
 	return newDeferredCache(taken, build, log)
 }
+
+// SetWarnAfter shortens how long startup reads fail before their line is an
+// error.
+func SetWarnAfter(s *Startup, d time.Duration) { s.warnAfter = d }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -76,6 +77,11 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 		g.cache = newDeferredCache(g.startup.Taken(), func() (cache.Cache, error) { return newCache(cfg, o) }, g.opts.Logger)
 		return g.cache, nil
 	}
+	g.startup.readinessServed = opts.HealthProbeBindAddress != "" && opts.HealthProbeBindAddress != "0"
+	if !g.startup.readinessServed {
+		g.opts.Logger.Info("Readiness not served: no HealthProbeBindAddress, so nothing outside this process sees it wait for the FeatureGate; serve /readyz to a readinessProbe, or set InitialFetchTimeout to crash-loop instead",
+			"check", CheckName, "initialFetchTimeout", g.opts.InitialFetchTimeout.String())
+	}
 	opts.LeaderElectionReleaseOnCancel = true
 	if opts.Controller.CacheSyncTimeout == 0 {
 		opts.Controller.CacheSyncTimeout = g.opts.CacheSyncTimeout
@@ -84,7 +90,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	gm := &guardedManager{Manager: mgr, guard: g}
+	gm := &guardedManager{Manager: mgr, guard: g, started: make(chan struct{}), stopped: make(chan struct{})}
 	if err := g.setup(gm); err != nil {
 		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)
 	}
@@ -128,6 +134,27 @@ func (g *Guard) setup(gm *guardedManager) error {
 type guardedManager struct {
 	manager.Manager
 	guard *Guard
+	// started is closed when Start is called, stopped when it returns.
+	started, stopped chan struct{}
+	startOnce        sync.Once
+	stopOnce         sync.Once
+	elected          elected
+}
+
+// GetCache is the manager's cache, whose WaitForCacheSync waits for the
+// snapshot and the cache built from it.
+func (m *guardedManager) GetCache() cache.Cache { return heldCache{m.guard.cache} }
+
+// GetClient is the manager's client, whose writes wait for the snapshot
+// and are refused once a stop is requested.
+func (m *guardedManager) GetClient() client.Client {
+	return heldClient{Client: m.Manager.GetClient(), guard: m.guard, started: m.started}
+}
+
+// Elected closes once this replica leads (at once without leader election,
+// as with a stock manager) and the cache built from the snapshot serves.
+func (m *guardedManager) Elected() <-chan struct{} {
+	return m.elected.get(m.Manager.Elected(), m.guard.cache.ready, m.stopped)
 }
 
 // Add starts r once the snapshot is taken. Servers start at once: they serve
@@ -145,6 +172,8 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m.guard.stopper.starting(cancel)
+	m.startOnce.Do(func() { close(m.started) })
+	defer m.stopOnce.Do(func() { close(m.stopped) })
 	return m.Manager.Start(ctx)
 }
 

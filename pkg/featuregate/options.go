@@ -35,8 +35,20 @@ type Options struct {
 	VersionMarker string
 	// WatchedGates, when not empty, narrows which gate changes restart:
 	// gates the component does not consume never do. It never changes what
-	// Enabled answers.
+	// Enabled answers. Empty: every gate of the snapshot is consumed.
 	WatchedGates []configv1.FeatureGateName
+	// WatchFeatureSet is for components that act on spec.featureSet
+	// itself, not only through their gates (release manifests included by
+	// the release.openshift.io/feature-set annotation, as the
+	// cluster-version-operator does): a feature-set change then restarts
+	// them too. Without it the feature set's name restarts nothing, as
+	// with library-go, and Snapshot.FeatureSetName is information only: a
+	// process that started between the admin's spec.featureSet write and
+	// cluster-config-operator's rewrite of the status entry holds the new
+	// name over the old gates. With it, such a change stops the work at
+	// once but holds the exit until the entry is rewritten, so that the
+	// next process reads the two together (see the package doc).
+	WatchFeatureSet bool
 	// Setup, when set, runs once the startup snapshot is taken, with the
 	// manager NewManager built and that snapshot: the place to add what
 	// exists only when a gate is enabled (a controller registered or not),

@@ -222,3 +222,26 @@ func TestAPIReadReadsAndDescribes(t *testing.T) {
 	g.Expect(err).To(MatchError(HaveSuffix(" not found")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("CRD"))
 }
+
+// A wait nobody can see must not stay quiet: once the reads have failed for
+// warnAfter (a minute) the waiting line is logged at error level, at once,
+// and it says whether readiness is served.
+func TestStartupWaitRisesToAnErrorLine(t *testing.T) {
+	g := NewWithT(t)
+	logger, log := testenv.NewLogger(t)
+	s := featuregate.NewStartup(liveGetter(t, closedPortConfig(t)), featuregate.Options{Logger: logger})
+	featuregate.SetWarnAfter(s, 500*time.Millisecond)
+	runStartup(t, s)
+
+	waiting := testenv.Message("FeatureGate not read; no feature set assumed, retrying")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, at, err := log.Wait(ctx, 0, waiting)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.IsError()).To(BeFalse(), "the first minute is info: %s", first)
+	loud, _, err := log.Wait(ctx, at+1, waiting)
+	g.Expect(err).NotTo(HaveOccurred(), "no error line within logEvery after warnAfter: %s", log)
+	g.Expect(loud.IsError()).To(BeTrue(), "after warnAfter the line is an error: %s", loud)
+	g.Expect(loud.Get("readinessServed")).To(Equal("false"))
+	g.Expect(loud.Get("error")).To(ContainSubstring("connection refused"))
+}

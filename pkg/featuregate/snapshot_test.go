@@ -45,17 +45,36 @@ func TestNewAndDiff(t *testing.T) {
 		},
 		{
 			name:     "Default to TechPreviewNoUpgrade",
+			opts:     featuregate.View{WatchFeatureSet: true},
 			snapshot: featureGate(configv1.Default), live: featureGate(configv1.TechPreviewNoUpgrade),
 			want: []string{"feature set changed from Default to TechPreviewNoUpgrade"},
 		},
 		{
+			name:     "a feature-set change restarts only a component that consumes the feature set",
+			snapshot: featureGate(configv1.Default), live: featureGate(configv1.TechPreviewNoUpgrade),
+		},
+		{
+			name:     "a feature-set change with the entry not yet rewritten restarts no gate consumer",
+			opts:     versioned,
+			snapshot: featureGate(configv1.Default, status(v, []string{"A"}, []string{"B"})),
+			live:     featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"A"}, []string{"B"})),
+		},
+		{
+			name:     "customNoUpgrade changes with a version count once the entry is rewritten",
+			opts:     versioned,
+			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil), status(v, []string{"A"}, []string{"B"})),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B"}, nil), status(v, []string{"A"}, []string{"B"})),
+		},
+		{
 			name:     "spelled Default to TechPreviewNoUpgrade",
+			opts:     featuregate.View{WatchFeatureSet: true},
 			snapshot: featureGate("Default"), live: featureGate(configv1.TechPreviewNoUpgrade),
 			want:             []string{"feature set changed from Default to TechPreviewNoUpgrade"},
 			snapshotFeatures: "Default",
 		},
 		{
 			name:     "TechPreviewNoUpgrade to DevPreviewNoUpgrade",
+			opts:     featuregate.View{WatchFeatureSet: true},
 			snapshot: featureGate(configv1.TechPreviewNoUpgrade), live: featureGate(configv1.DevPreviewNoUpgrade),
 			want:             []string{"feature set changed from TechPreviewNoUpgrade to DevPreviewNoUpgrade"},
 			snapshotFeatures: "TechPreviewNoUpgrade",
@@ -83,31 +102,42 @@ func TestNewAndDiff(t *testing.T) {
 			name:     "customNoUpgrade.enabled added",
 			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)),
 			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"X", "A"}, nil)),
-			want:     []string{"customNoUpgrade.enabled added [X]"},
+			want:     []string{"gate X absent -> enabled in spec.customNoUpgrade"},
 		},
 		{
 			name:     "customNoUpgrade.enabled removed",
 			snapshot: featureGate(configv1.CustomNoUpgrade, custom([]string{"A", "B"}, nil)),
 			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"B"}, nil)),
-			want:     []string{"customNoUpgrade.enabled removed [A]"},
+			want:     []string{"gate A enabled -> absent in spec.customNoUpgrade"},
 		},
 		{
 			name:     "customNoUpgrade.disabled added and removed",
 			snapshot: featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"A", "B"})),
 			live:     featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"C", "B", "D"})),
-			want:     []string{"customNoUpgrade.disabled added [C D]", "customNoUpgrade.disabled removed [A]"},
+			want: []string{
+				"gate A disabled -> absent in spec.customNoUpgrade",
+				"gate C absent -> disabled in spec.customNoUpgrade",
+				"gate D absent -> disabled in spec.customNoUpgrade",
+			},
 		},
 		{
 			name:     "gate moved from disabled to enabled in customNoUpgrade",
 			snapshot: featureGate(configv1.CustomNoUpgrade, custom(nil, []string{"A"})),
 			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)),
-			want:     []string{"customNoUpgrade.enabled added [A]", "customNoUpgrade.disabled removed [A]"},
+			want:     []string{"gate A disabled -> enabled in spec.customNoUpgrade"},
 		},
 		{
 			name:     "feature set and lists changed together",
+			opts:     featuregate.View{WatchFeatureSet: true},
 			snapshot: featureGate(configv1.Default),
 			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"X"}, nil)),
-			want:     []string{"feature set changed from Default to CustomNoUpgrade", "customNoUpgrade.enabled added [X]"},
+			want:     []string{"feature set changed from Default to CustomNoUpgrade", "gate X absent -> enabled in spec.customNoUpgrade"},
+		},
+		{
+			name:     "feature set and lists changed together, only the gates consumed",
+			snapshot: featureGate(configv1.Default),
+			live:     featureGate(configv1.CustomNoUpgrade, custom([]string{"X"}, nil)),
+			want:     []string{"gate X absent -> enabled in spec.customNoUpgrade"},
 		},
 		{
 			name:     "no version configured: status is ignored",
@@ -184,7 +214,7 @@ func TestNewAndDiff(t *testing.T) {
 		},
 		{
 			name:     "watched gates do not hide a feature set change",
-			opts:     featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"Watched"}},
+			opts:     featuregate.View{Version: v, WatchedGates: []configv1.FeatureGateName{"Watched"}, WatchFeatureSet: true},
 			snapshot: featureGate("", status(v, []string{"Watched"}, nil)),
 			live:     featureGate(configv1.TechPreviewNoUpgrade, status(v, []string{"Watched"}, nil)),
 			want:     []string{"feature set changed from Default to TechPreviewNoUpgrade"},
@@ -195,12 +225,11 @@ func TestNewAndDiff(t *testing.T) {
 			g := NewWithT(t)
 			snapshot := mustNew(t, tt.snapshot, tt.opts)
 			live := mustNew(t, tt.live, tt.opts)
-			watched := tt.opts.WatchedGates
-			g.Expect(featuregate.Diff(snapshot, live, watched...)).To(Equal(tt.want))
+			g.Expect(featuregate.Diff(snapshot, live, tt.opts)).To(Equal(tt.want))
 			// Every snapshot equals itself, and the comparison is symmetric
 			// in its verdict.
-			g.Expect(featuregate.Diff(snapshot, snapshot, watched...)).To(BeEmpty())
-			g.Expect(featuregate.Diff(live, snapshot, watched...)).To(HaveLen(len(tt.want)))
+			g.Expect(featuregate.Diff(snapshot, snapshot, tt.opts)).To(BeEmpty())
+			g.Expect(featuregate.Diff(live, snapshot, tt.opts)).To(HaveLen(len(tt.want)))
 			if tt.snapshotFeatures != "" {
 				g.Expect(snapshot.FeatureSetName()).To(Equal(tt.snapshotFeatures))
 			}
@@ -221,7 +250,7 @@ func TestSnapshotFeatureSetNormalised(t *testing.T) {
 	for _, set := range []configv1.FeatureSet{"", "Default"} {
 		s := mustNew(t, featureGate(set), featuregate.View{})
 		g.Expect(s.FeatureSetName()).To(Equal("Default"))
-		g.Expect(featuregate.Diff(s, mustNew(t, featureGate(configv1.Default), featuregate.View{}))).To(BeEmpty())
+		g.Expect(featuregate.Diff(s, mustNew(t, featureGate(configv1.Default), featuregate.View{}), featuregate.View{WatchFeatureSet: true})).To(BeEmpty())
 		g.Expect(s.String()).To(Equal("Default"))
 	}
 }
@@ -254,7 +283,7 @@ func TestReadRequiresTheVersionEntry(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(s.Version()).To(Equal(tt.version))
 			// Read is New (the live view) plus the check.
-			g.Expect(featuregate.Diff(s, mustNew(t, tt.fg, featuregate.View{Version: tt.version}))).To(BeEmpty())
+			g.Expect(featuregate.Diff(s, mustNew(t, tt.fg, featuregate.View{Version: tt.version}), featuregate.View{WatchFeatureSet: true})).To(BeEmpty())
 		})
 	}
 }
@@ -355,13 +384,13 @@ func TestZeroSnapshotIsSafe(t *testing.T) {
 		_ = zero.KnownFeatures()
 		_ = zero.Enabled("A")
 		_ = zero.Version()
-		_ = featuregate.Diff(zero, zero)
-		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.View{Version: "4.11.0"}))
-		_ = featuregate.Diff(zero, zero, "A")
+		_ = featuregate.Diff(zero, zero, featuregate.View{})
+		_ = featuregate.Diff(zero, mustNew(t, featureGate(configv1.CustomNoUpgrade, custom([]string{"A"}, nil)), featuregate.View{Version: "4.11.0"}), featuregate.View{WatchFeatureSet: true})
+		_ = featuregate.Diff(zero, zero, featuregate.View{WatchedGates: []configv1.FeatureGateName{"A"}})
 	}).NotTo(Panic())
 	g.Expect(zero.FeatureSetName()).To(Equal("Default"))
 	g.Expect(zero.KnownFeatures()).To(BeEmpty())
-	g.Expect(featuregate.Diff(zero, zero)).To(BeEmpty())
+	g.Expect(featuregate.Diff(zero, zero, featuregate.View{})).To(BeEmpty())
 }
 
 // details is a status.featureGates entry.

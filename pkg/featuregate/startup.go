@@ -50,6 +50,12 @@ type startup struct {
 
 	// versionFrom says where the snapshot's version came from.
 	versionFrom string
+	// warnAfter is how long the reads may fail before their log line is
+	// an error: a minute, when a human should look.
+	warnAfter time.Duration
+	// readinessServed is whether a probe address serves /readyz; the
+	// waiting line says it, as nothing else shows the wait then.
+	readinessServed bool
 
 	mu      sync.Mutex
 	snap    *Snapshot
@@ -69,6 +75,7 @@ func newStartup(src source, o Options, announce func(context.Context, Snapshot))
 		announce:   announce,
 		log:        o.Logger,
 		taken:      make(chan struct{}),
+		warnAfter:  unreadWarnAfter,
 	}
 }
 
@@ -96,6 +103,7 @@ func (s *startup) Start(ctx context.Context) error {
 	started := time.Now()
 	attemptLimit := max(s.backoffCap, time.Second)
 	var quiet quietLog
+	warned := false
 	for attempt := 1; ; attempt++ {
 		snap, err := s.readOnce(ctx, started, attemptLimit)
 		if err == nil {
@@ -127,9 +135,18 @@ func (s *startup) Start(ctx context.Context) error {
 				delay = max(delay, min(time.Duration(seconds)*time.Second, s.backoffCap))
 			}
 		}
-		if failures, ok := quiet.due(err, time.Now()); ok {
-			s.log.Info("FeatureGate not read; no feature set assumed, retrying", "featureGate", s.name,
-				"attempt", attempt, "failures", failures, "retryIn", delay.String(), "error", err.Error())
+		loud := time.Since(started) >= s.warnAfter
+		if failures, ok := quiet.dueOr(err, time.Now(), loud && !warned); ok {
+			warned = warned || loud
+			const msg = "FeatureGate not read; no feature set assumed, retrying"
+			kv := []any{"featureGate", s.name, "attempt", attempt, "failures", failures, "retryIn", delay.String(),
+				"waited", time.Since(started).Round(time.Second).String(), "readinessServed", s.readinessServed}
+			if !loud {
+				s.log.Info(msg, append(kv, "error", err.Error())...)
+			} else {
+				// Nothing may be watching readiness: say it louder.
+				s.log.Error(err, msg, kv...)
+			}
 		}
 		timer := time.NewTimer(delay)
 		select {
@@ -155,6 +172,9 @@ const (
 	maxReadsInFlight = 3
 	// logEvery is how often an unchanged failure is logged again.
 	logEvery = 5 * time.Second
+	// unreadWarnAfter is how long startup reads fail before they are
+	// logged as errors.
+	unreadWarnAfter = time.Minute
 )
 
 func (s *startup) newBackoff() wait.Backoff {
@@ -184,9 +204,12 @@ type quietLog struct {
 	failures int
 }
 
-func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) {
+func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) { return q.dueOr(err, now, false) }
+
+// dueOr is due, or due at once when force is true.
+func (q *quietLog) dueOr(err error, now time.Time, force bool) (failures int, ok bool) {
 	q.failures++
-	if msg := err.Error(); msg != q.last || now.Sub(q.at) >= logEvery {
+	if msg := err.Error(); force || msg != q.last || now.Sub(q.at) >= logEvery {
 		failures, q.failures = q.failures, 0
 		q.last, q.at = msg, now
 		return failures, true

@@ -11,6 +11,7 @@ import (
 type stopper struct {
 	mu        sync.Mutex
 	reason    string
+	settle    func(context.Context)
 	requested chan struct{}
 	// cancel cancels the context the manager was started with.
 	cancel context.CancelFunc
@@ -22,8 +23,10 @@ func newStopper() *stopper { return &stopper{requested: make(chan struct{})} }
 func (s *stopper) NeedLeaderElection() bool { return false }
 
 // Stop asks for a graceful shutdown, and reports whether this call did: only
-// the first reason is kept.
-func (s *stopper) Stop(reason string) bool {
+// the first reason is kept. The request takes effect at once (Requested is
+// closed, so work stops); the manager's context is cancelled once settle
+// returns (at once when nil).
+func (s *stopper) Stop(reason string, settle func(context.Context)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -32,6 +35,7 @@ func (s *stopper) Stop(reason string) bool {
 	default:
 	}
 	s.reason = reason
+	s.settle = settle
 	close(s.requested)
 	return true
 }
@@ -60,18 +64,23 @@ func (s *stopper) starting(cancel context.CancelFunc) {
 	s.cancel = cancel
 }
 
-// Start waits for a stop request and then cancels the manager's context; the
-// manager drains its runnables within its GracefulShutdownTimeout.
+// Start waits for a stop request, lets it settle, and then cancels the
+// manager's context; the manager drains its runnables within its
+// GracefulShutdownTimeout.
 func (s *stopper) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
+		return nil
 	case <-s.requested:
-		s.mu.Lock()
-		cancel := s.cancel
-		s.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
+	}
+	s.mu.Lock()
+	settle, cancel := s.settle, s.cancel
+	s.mu.Unlock()
+	if settle != nil {
+		settle(ctx)
+	}
+	if cancel != nil {
+		cancel()
 	}
 	return nil
 }

@@ -34,9 +34,9 @@ func TestStopperFirstReasonWins(t *testing.T) {
 	g.Expect(reason).To(BeEmpty())
 	g.Expect(s.Requested()).NotTo(BeClosed())
 
-	g.Expect(s.Stop("feature set changed from Default to TechPreviewNoUpgrade")).To(BeTrue(), "the first Stop is the one that asked")
-	g.Expect(s.Stop("second reason")).To(BeFalse())
-	g.Expect(s.Stop("")).To(BeFalse())
+	g.Expect(s.Stop("feature set changed from Default to TechPreviewNoUpgrade", nil)).To(BeTrue(), "the first Stop is the one that asked")
+	g.Expect(s.Stop("second reason", nil)).To(BeFalse())
+	g.Expect(s.Stop("", nil)).To(BeFalse())
 
 	g.Expect(s.Requested()).To(BeClosed())
 	reason, requested = s.Reason()
@@ -56,7 +56,7 @@ func TestStopperConcurrentStops(t *testing.T) {
 	for _, r := range reasons {
 		go func() {
 			<-start
-			if s.Stop(r) {
+			if s.Stop(r, nil) {
 				done <- r
 			} else {
 				done <- ""
@@ -87,10 +87,10 @@ func TestStopperStartCancelsOnceRequested(t *testing.T) {
 	g.Consistently(done).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "Start returned before any stop was requested")
 	g.Expect(c.calls.Load()).To(BeZero())
 
-	g.Expect(s.Stop("changed")).To(BeTrue())
+	g.Expect(s.Stop("changed", nil)).To(BeTrue())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
-	g.Expect(s.Stop("again")).To(BeFalse())
+	g.Expect(s.Stop("again", nil)).To(BeFalse())
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
 }
 
@@ -99,7 +99,7 @@ func TestStopperStopBeforeStart(t *testing.T) {
 	g := NewWithT(t)
 	var c countingCancel
 	s := featuregate.NewStopper(c.cancel)
-	s.Stop("early")
+	s.Stop("early", nil)
 	g.Expect(s.Start(context.Background())).To(Succeed())
 	g.Expect(c.calls.Load()).To(Equal(int32(1)))
 }
@@ -112,7 +112,7 @@ func TestStopperWithoutCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runAsync(ctx, s.Start)
-	s.Stop("changed")
+	s.Stop("changed", nil)
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
 
@@ -188,4 +188,23 @@ func TestAfterSnapshotDoesNotStartBeforeSnapshot(t *testing.T) {
 	cancel()
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 	g.Expect(inner.started.Load()).To(BeFalse())
+}
+
+// A stop that must settle (a feature-set change waiting for its status
+// entry) is requested at once, so work stops, but cancels the manager only
+// once it has settled.
+func TestStopperCancelsOnceSettled(t *testing.T) {
+	g := NewWithT(t)
+	var c countingCancel
+	s := featuregate.NewStopper(c.cancel)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runAsync(ctx, s.Start)
+	settled := make(chan struct{})
+	g.Expect(s.Stop("feature set changed", func(context.Context) { <-settled })).To(BeTrue())
+	g.Expect(s.Requested()).To(BeClosed(), "work must stop at once")
+	g.Consistently(c.calls.Load).WithTimeout(200*time.Millisecond).Should(BeZero(), "cancelled before the stop settled")
+	close(settled)
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+	g.Expect(c.calls.Load()).To(Equal(int32(1)))
 }

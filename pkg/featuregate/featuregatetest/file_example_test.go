@@ -16,7 +16,7 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
 )
 
-// A whole manager stops when the feature set changes, and says why; no API
+// A whole manager stops when a gate it consumes changes, and says why; no API
 // server is involved (the configuration points nowhere), so the test is
 // hermetic and takes well under a second.
 func TestFileStopsTheWholeManager(t *testing.T) {
@@ -45,12 +45,12 @@ func TestFileStopsTheWholeManager(t *testing.T) {
 		}
 	}
 	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade,
-		featuregatetest.StatusGates(version, []string{"ExampleGate"}, nil)))
+		featuregatetest.StatusGates(version, nil, []string{"ExampleGate"})))
 	if err := <-done; err != nil {
 		t.Fatalf("Start after the change = %v, want nil (exit 0, restart)", err)
 	}
 	reason, requested := guard.StopReason()
-	if !requested || reason != "feature set changed from Default to TechPreviewNoUpgrade" {
+	if !requested || reason != "gate ExampleGate enabled -> disabled in status for version 4.22.0" {
 		t.Errorf("StopReason() = %q, %v", reason, requested)
 	}
 }
@@ -77,8 +77,8 @@ func ExampleFile() {
 		t.Fatal(err)
 	}
 	// The operator's own SetupWithManager(mgr) calls here, then mgr.Start
-	// in a goroutine; once guard.Snapshot() is taken:
-	f.Set(featuregatetest.FeatureGate(configv1.TechPreviewNoUpgrade, gates))
+	// in a goroutine; once guard.Snapshot() is taken, the gate is turned off:
+	f.Set(featuregatetest.FeatureGate(configv1.Default, featuregatetest.StatusGates("4.22.0", nil, []string{"ExampleGate"})))
 	// mgr.Start returns nil, and StopReason names the change.
 	reason, _ := guard.StopReason()
 	fmt.Println(mgr != nil, reason)

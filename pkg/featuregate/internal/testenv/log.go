@@ -18,7 +18,11 @@ import (
 type Line struct {
 	Msg    string
 	fields map[string]any
+	err    bool
 }
+
+// IsError reports whether the line was logged at error level.
+func (l Line) IsError() bool { return l.err }
 
 // Has reports whether the line has key.
 func (l Line) Has(key string) bool { _, ok := l.fields[key]; return ok }
@@ -198,9 +202,9 @@ type sink struct {
 func (s *sink) Init(logr.RuntimeInfo)  {}
 func (s *sink) Enabled(level int) bool { return level == 0 } // what a default logger shows
 
-func (s *sink) Info(_ int, msg string, kv ...any) { s.record(msg, nil, kv) }
+func (s *sink) Info(_ int, msg string, kv ...any) { s.record(msg, nil, false, kv) }
 
-func (s *sink) Error(err error, msg string, kv ...any) { s.record(msg, err, kv) }
+func (s *sink) Error(err error, msg string, kv ...any) { s.record(msg, err, true, kv) }
 
 func (s *sink) WithValues(kv ...any) logr.LogSink {
 	return &sink{log: s.log, name: s.name, values: append(append([]any(nil), s.values...), kv...)}
@@ -213,7 +217,7 @@ func (s *sink) WithName(name string) logr.LogSink {
 	return &sink{log: s.log, name: name, values: s.values}
 }
 
-func (s *sink) record(msg string, err error, kv []any) {
+func (s *sink) record(msg string, err error, isErr bool, kv []any) {
 	fields := map[string]any{}
 	if s.name != "" {
 		fields["logger"] = s.name
@@ -225,5 +229,5 @@ func (s *sink) record(msg string, err error, kv []any) {
 	if err != nil {
 		fields["error"] = err.Error()
 	}
-	s.log.add(Line{Msg: msg, fields: fields})
+	s.log.add(Line{Msg: msg, fields: fields, err: isErr})
 }
