@@ -110,7 +110,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	g.comparison = &comparison{startup: g.startup, stopper: g.stopper,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
 		read:     src.read, rewriteTimeout: entryRewriteTimeout,
-		events:   writer, metrics: m, log: opts.Logger}
+		events: writer, metrics: m, log: opts.Logger}
 	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	g.restConfig = rest.CopyConfig(cfg)
 	g.restConfig.Wrap(g.alarm.wrapTransport)

@@ -204,7 +204,9 @@ type quietLog struct {
 	failures int
 }
 
-func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) { return q.dueOr(err, now, false) }
+func (q *quietLog) due(err error, now time.Time) (failures int, ok bool) {
+	return q.dueOr(err, now, false)
+}
 
 // dueOr is due, or due at once when force is true.
 func (q *quietLog) dueOr(err error, now time.Time, force bool) (failures int, ok bool) {
