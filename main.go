@@ -134,10 +134,13 @@ func guardOptions(cfg *v1alpha1.OperatorConfig) featuregate.Options {
 		watched = append(watched, configv1.FeatureGateName(g))
 	}
 	return featuregate.Options{
-		Name:                cfg.FeatureGateName,
-		File:                cfg.FeatureGateFile,
-		Version:             cfg.ReleaseVersion,
-		WatchedGates:        watched,
+		Name:         cfg.FeatureGateName,
+		File:         cfg.FeatureGateFile,
+		Version:      cfg.ReleaseVersion,
+		WatchedGates: watched,
+		// Inclusion reads spec.featureSet itself (the feature-set
+		// annotation), as the cluster-version-operator does.
+		WatchFeatureSet:     true,
 		EventSource:         controllers.EventSource,
 		BackoffCap:          cfg.InitialFetchBackoffCap.Duration,
 		InitialFetchTimeout: cfg.InitialFetchTimeout.Duration,

@@ -61,6 +61,8 @@ func run(f flags) error {
 	ctx := ctrl.SetupSignalHandler()
 	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
 		Version: f.version, EventSource: "consumer",
+		// Its decisions report the feature set: it consumes it.
+		WatchFeatureSet: true,
 		// Which controllers exist is decided from the snapshot, once read.
 		Setup: setupPreview(configv1.FeatureGateName(f.previewGate)),
 	})

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
@@ -285,11 +286,30 @@ func freeze(t *testing.T, cfg *rest.Config) (thaw func()) {
 	return thaw
 }
 
-// toTechPreview changes the feature set through c, the fault's bystander.
+// toTechPreview changes the feature set through c, the fault's bystander,
+// and then rewrites the consumer's status entry for it as
+// cluster-config-operator would: the consumer, which consumes the feature
+// set, stops once the entry caught up.
 func toTechPreview(t *testing.T, c client.Client) time.Time {
 	t.Helper()
 	harness.SetFeatureSet(t, c, "cluster", configv1.TechPreviewNoUpgrade)
-	return time.Now()
+	changed := time.Now()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fg := &configv1.FeatureGate{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: "cluster"}, fg); err != nil {
+			return err
+		}
+		for i := range fg.Status.FeatureGates {
+			if e := &fg.Status.FeatureGates[i]; e.Version == consumerVersion {
+				e.Enabled = append(e.Enabled, configv1.FeatureGateAttributes{Name: "TechPreviewOnlyGate"})
+			}
+		}
+		return c.Status().Update(t.Context(), fg)
+	})
+	if err != nil {
+		t.Fatalf("rewrite the consumer's status entry: %v", err)
+	}
+	return changed
 }
 
 // (a) A silent link: a proxy between the processes and the API server holds

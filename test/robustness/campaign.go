@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -475,7 +476,38 @@ func (c *campaign) change(ctx context.Context) error {
 		return err
 	}
 	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
+	if status {
+		return nil
+	}
+	// cluster-config-operator rewrites this version's entry from the spec
+	// a moment later: a consumer of the feature set restarts once that
+	// entry caught up.
+	if err := sleep(ctx, 500*time.Millisecond+time.Duration(c.traffic.Int64N(int64(2500*time.Millisecond)))); err != nil {
+		return err
+	}
+	markEntry(fg, version, fg.Spec.FeatureSet)
+	sent = time.Now()
+	if err := c.admin.Status().Update(ctx, fg); err != nil {
+		return fmt.Errorf("rewrite the status entry as cluster-config-operator would: %w", err)
+	}
+	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
 	return nil
+}
+
+// markEntry rewrites version's entry for feature set set, keeping the
+// gate: each feature set has its own gate lists, which a marker gate
+// stands for here.
+func markEntry(fg *configv1.FeatureGate, v string, set configv1.FeatureSet) {
+	marker := configv1.FeatureGateName("Set" + string(set))
+	for i := range fg.Status.FeatureGates {
+		d := &fg.Status.FeatureGates[i]
+		if d.Version != v {
+			continue
+		}
+		d.Enabled = slices.DeleteFunc(d.Enabled, func(a configv1.FeatureGateAttributes) bool { return strings.HasPrefix(string(a.Name), "Set") })
+		d.Enabled = append(d.Enabled, configv1.FeatureGateAttributes{Name: marker})
+		return
+	}
 }
 
 // setEntry sets the gate in version's status entry, keeping the others.
