@@ -83,10 +83,14 @@ $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER
 	@touch $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets kustomize test-library ## Run all tests against a real API server: the library at each controller-runtime minor it supports, the operator, and the unit tests of examples/consumer and test/bench.
+test: manifests generate fmt vet envtest-assets kustomize test-library test-librarygo ## Run all tests against a real API server: the library at each controller-runtime minor it supports, the operator, and the unit tests of examples/consumer and test/bench.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 	cd examples/consumer && go test $(GOTEST_FLAGS) ./...
 	cd test/bench && go test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-librarygo
+test-librarygo: ## Check the guard against library-go (test/librarygo, a module of its own): featuregate.Snapshot is a featuregates.FeatureGate, and library-go behaves as docs/migrating-from-library-go.md says.
+	cd test/librarygo && go test $(GOTEST_FLAGS) ./...
 
 .PHONY: test-library
 test-library: envtest-assets ## Run the library module's tests (pkg/featuregate) at controller-runtime v0.23 (its floor), v0.24 and v0.25, each with its k8s.io minor (LIBRARY_MATRIX=floor for one).
