@@ -12,14 +12,35 @@
 // because a FeatureGate that could not be read is no feature set at all.
 // Once read, the snapshot is frozen.
 //
+// The manager's own paths an operator's code acts through are held too:
+// GetCache().WaitForCacheSync waits for the snapshot and the cache built
+// from it, writes through GetClient() wait for the snapshot (and fail at
+// once before Start, which waiting would block), and Elected closes once
+// the replica leads and that cache serves. Once a stop is requested, those
+// writes are refused.
+//
 // After that the guard keeps checking, level-triggered: every reconcile of
 // its FeatureGate controller compares the live object with the snapshot,
 // and a monitor reads it live and follows it (a watch from that read, or
 // the file) so that a change made during or just after an API outage is
-// seen as soon as it can be read. Any difference is logged (key diff,
-// detectedBy "reconcile", "verify" or "freshness"), recorded as a FeatureGateChanged
-// Event, and ends the manager gracefully: Start returns nil, the process
-// exits 0, and its restart reads the new value.
+// seen as soon as it can be read. A difference in what the component
+// consumes is logged (key diff, detectedBy "reconcile", "verify" or
+// "freshness"), recorded as a FeatureGateChanged Event, and ends the
+// manager gracefully: Start returns nil, the process exits 0, and its
+// restart reads the new value.
+//
+// Which changes restart: a change of the state of a gate the component
+// consumes (every gate of its release version's status.featureGates entry,
+// or only Options.WatchedGates; without a Version, of spec.customNoUpgrade),
+// and, only with Options.WatchFeatureSet, of spec.featureSet. Nothing else
+// does: not another version's entry, not the custom lists while a Version
+// is set (the entry rewritten from them does), not labels or conditions.
+// OpenShift switches a feature set in two writes, spec.featureSet and then
+// cluster-config-operator's rewrite of each version's entry; a gate
+// consumer restarts at most once, at the rewrite, and a feature-set
+// consumer stops its work at the first write but holds its exit until its
+// entry is rewritten (10 s at most), so that it restarts once and never
+// onto the new feature set over the old set's gates.
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
 // Enabled, and checks Current right before each action (the write, or the
