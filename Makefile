@@ -155,11 +155,15 @@ fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails und
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
-lint: golangci-lint apidiff ## Run golangci-lint (the operator, pkg/featuregate and test/bench), and apidiff of the library against its last release tag.
+lint: large-files golangci-lint apidiff ## Check for large tracked files, run golangci-lint (the operator, pkg/featuregate and test/bench), and apidiff of the library against its last release tag.
 	$(GOLANGCI_LINT) run
 	cd pkg/featuregate && $(GOLANGCI_LINT) run
 	APIDIFF=$(APIDIFF) hack/apidiff.sh
 	cd test/bench && $(GOLANGCI_LINT) run
+
+.PHONY: large-files
+large-files: ## Fail on a tracked file over 1 MiB that hack/large-files.sh does not list as a fixture, with its reason.
+	hack/large-files.sh
 
 # test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)
 # and runs from its directory; from-bench is path $(1) as seen from there,
