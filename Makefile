@@ -43,7 +43,7 @@ help: ## Display this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate RBAC: config/rbac/role.yaml and the guard's own pkg/featuregate/config/rbac/role.yaml from +kubebuilder markers, config/payload/role.yaml from the payload.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./internal/clusterinputs/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=featuregate-guard paths="./pkg/featuregate/..." output:rbac:artifacts:config=pkg/featuregate/config/rbac
 	go run . manifests --manifests-dir config/payload/manifests --rbac > config/payload/role.yaml
 

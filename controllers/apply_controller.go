@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -78,8 +79,6 @@ type Applier struct {
 	// the ClusterVersion each run.
 	Profile           string
 	ExcludeIdentifier string
-	// ClusterVersionName is the ClusterVersion to read; empty: "version".
-	ClusterVersionName string
 
 	ResyncPeriod time.Duration
 	// Parallelism bounds concurrent requests within a run level.
@@ -214,7 +213,7 @@ func (a *Applier) Apply(ctx context.Context, snap featuregate.Snapshot) Run {
 	for _, s := range payload.Skipped {
 		a.log().Info("Manifest directory entry skipped", "entry", s.Name, "reason", s.Reason)
 	}
-	inputs, err := a.readInputs(ctx)
+	inputs, err := clusterinputs.Read(ctx, a.Reader)
 	if err != nil {
 		// The capability filter cannot be guessed: nothing is applied.
 		run.Failed = append(run.Failed, err)
