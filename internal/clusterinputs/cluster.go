@@ -15,7 +15,9 @@ import (
 // inputs, and the cluster profile and exclude identifier, which the
 // caller's configuration holds. The major-version filter is on when
 // releaseVersion has a numeric major version, and off otherwise: the
-// cluster-version-operator too skips it for a version it cannot parse.
+// snapshot's version is one the guard accepted, and inclusion does not
+// refuse it (the commands, which take it from a flag, call
+// SetMajorVersion and say what is wrong with it).
 func (in Inputs) Cluster(features manifest.Features, profile, excludeIdentifier, releaseVersion string) manifest.Cluster {
 	c := manifest.Cluster{
 		Features:          features,
@@ -35,7 +37,7 @@ func (in Inputs) Cluster(features manifest.Features, profile, excludeIdentifier,
 // ready, and the gates would be a guess), and the inputs. The snapshot's
 // Version says which release version was read.
 func ReadWithFeatures(ctx context.Context, reader client.Reader, featureGateName, releaseVersion string) (featuregate.Snapshot, Inputs, error) {
-	version, err := ResolveReleaseVersion(ctx, reader, releaseVersion)
+	resolved, err := ResolveReleaseVersion(ctx, reader, releaseVersion)
 	if err != nil {
 		return featuregate.Snapshot{}, Inputs{}, err
 	}
@@ -43,7 +45,7 @@ func ReadWithFeatures(ctx context.Context, reader client.Reader, featureGateName
 	if err := reader.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
 		return featuregate.Snapshot{}, Inputs{}, fmt.Errorf("FeatureGate %s not read; no feature set assumed: %w", featureGateName, err)
 	}
-	snap, err := featuregate.Read(fg, version)
+	snap, err := featuregate.Read(fg, resolved)
 	if err != nil {
 		return featuregate.Snapshot{}, Inputs{}, fmt.Errorf("initial FeatureGate not read yet: %w", err)
 	}
