@@ -156,13 +156,13 @@ func decodeObject(path string, data []byte, kind string, obj interface{}) error 
 	return nil
 }
 
-// readFeatureGateFile reads the features of a FeatureGate file for version,
-// the way the operator reads the live one. Without a version, the file's one
+// readFeatureGateFile reads the features of a FeatureGate file for releaseVersion,
+// the way the operator reads the live one. Without a release version, the file's one
 // status entry is used. A payload's FeatureGate files are templates whose
 // one status entry has an empty version (filled in when the release is
-// built): without an entry for version, such an entry stands for it, and a
+// built): without an entry for releaseVersion, such an entry stands for it, and a
 // note says so.
-func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Features, error) {
+func readFeatureGateFile(path, releaseVersion string, stderr io.Writer) (manifest.Features, error) {
 	fg := &configv1.FeatureGate{}
 	if err := readObjectFile(path, "FeatureGate", fg); err != nil {
 		return nil, fmt.Errorf("--feature-gate %w", err)
@@ -175,24 +175,24 @@ func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Featu
 		return slices.ContainsFunc(entries, func(d configv1.FeatureGateDetails) bool { return d.Version == v })
 	}
 	switch {
-	case version == "" && len(entries) == 1:
-		version = entries[0].Version
-	case version != "" && !has(version) && has(""):
+	case releaseVersion == "" && len(entries) == 1:
+		releaseVersion = entries[0].Version
+	case releaseVersion != "" && !has(releaseVersion) && has(""):
 		fg = fg.DeepCopy()
 		for i := range fg.Status.FeatureGates {
 			if fg.Status.FeatureGates[i].Version == "" {
-				fg.Status.FeatureGates[i].Version = version
+				fg.Status.FeatureGates[i].Version = releaseVersion
 			}
 		}
-		fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, version)
+		fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, releaseVersion)
 	}
-	if version == "" {
+	if releaseVersion == "" {
 		// An entry with an empty version is read like any other.
 		fg = fg.DeepCopy()
-		version = "template"
-		fg.Status.FeatureGates[0].Version = version
+		releaseVersion = "template"
+		fg.Status.FeatureGates[0].Version = releaseVersion
 	}
-	snap, err := featuregate.Read(fg, version)
+	snap, err := featuregate.Read(fg, releaseVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--feature-gate %s: %w", path, err)
 	}
