@@ -1,15 +1,6 @@
 package clusterinputs
 
-import (
-	"context"
-	"fmt"
-
-	configv1 "github.com/openshift/api/config/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/featuregate-operator/operator/pkg/featuregate"
-	"github.com/featuregate-operator/operator/pkg/manifest"
-)
+import "github.com/featuregate-operator/operator/pkg/manifest"
 
 // Cluster is what inclusion decides with: features (a snapshot), these
 // inputs, and the cluster profile and exclude identifier, which the
@@ -28,30 +19,4 @@ func (in Inputs) Cluster(features manifest.Features, profile, excludeIdentifier,
 	}
 	_ = SetMajorVersion(&c, releaseVersion) // not a number: the filter stays off, as said above
 	return c
-}
-
-// ReadWithFeatures reads through reader what the operator reads at start
-// and before each run: the FeatureGate featureGateName as a snapshot for
-// releaseVersion (the version marker resolved from the ClusterVersion;
-// never assumed: without the version's status entry the operator is not
-// ready, and the gates would be a guess), and the inputs. The snapshot's
-// Version says which release version was read.
-func ReadWithFeatures(ctx context.Context, reader client.Reader, featureGateName, releaseVersion string) (featuregate.Snapshot, Inputs, error) {
-	resolved, err := ResolveReleaseVersion(ctx, reader, releaseVersion)
-	if err != nil {
-		return featuregate.Snapshot{}, Inputs{}, err
-	}
-	fg := &configv1.FeatureGate{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: featureGateName}, fg); err != nil {
-		return featuregate.Snapshot{}, Inputs{}, fmt.Errorf("FeatureGate %s not read; no feature set assumed: %w", featureGateName, err)
-	}
-	snap, err := featuregate.Read(fg, resolved)
-	if err != nil {
-		return featuregate.Snapshot{}, Inputs{}, fmt.Errorf("initial FeatureGate not read yet: %w", err)
-	}
-	inputs, err := Read(ctx, reader)
-	if err != nil {
-		return featuregate.Snapshot{}, Inputs{}, err
-	}
-	return snap, inputs, nil
 }
