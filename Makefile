@@ -43,7 +43,7 @@ help: ## Display this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate RBAC: config/rbac/role.yaml and the guard's own pkg/featuregate/config/rbac/role.yaml from +kubebuilder markers, config/payload/role.yaml from the payload.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./internal/clusterinputs/...;./pkg/featuregate/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=featuregate-guard paths="./pkg/featuregate/..." output:rbac:artifacts:config=pkg/featuregate/config/rbac
 	go run . manifests --manifests-dir config/payload/manifests --rbac > config/payload/role.yaml
 
@@ -159,11 +159,15 @@ fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails und
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
-lint: golangci-lint apidiff ## Run golangci-lint (the operator, pkg/featuregate and test/bench), and apidiff of the library against its last release tag.
+lint: large-files golangci-lint apidiff ## Check for large tracked files, run golangci-lint (the operator, pkg/featuregate and test/bench), and apidiff of the library against its last release tag.
 	$(GOLANGCI_LINT) run
 	cd pkg/featuregate && $(GOLANGCI_LINT) run
 	APIDIFF=$(APIDIFF) hack/apidiff.sh
 	cd test/bench && $(GOLANGCI_LINT) run
+
+.PHONY: large-files
+large-files: ## Fail on a tracked file over 1 MiB that hack/large-files.sh does not list as a fixture, with its reason.
+	hack/large-files.sh
 
 # test/bench is a module of its own (gonum.org/v1/plot stays out of go.mod)
 # and runs from its directory; from-bench is path $(1) as seen from there,

@@ -109,7 +109,7 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	}
 
 	log := ctrl.Log.WithName("setup")
-	log.Info("Starting manager", "featureGate", cfg.FeatureGateName, "version", cfg.ReleaseVersion)
+	log.Info("Starting manager", "featureGate", cfg.FeatureGateName, "releaseVersion", cfg.ReleaseVersion)
 	if err := mgr.Start(hangup); err != nil {
 		if !leaderElectionLost(err) {
 			return err

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,34 +64,6 @@ func (s *StatusReporter) Report(ctx context.Context, snap featuregate.Snapshot, 
 	return s.report(ctx, snap, run.runStatus())
 }
 
-// Starting says, before the first run, that this process moves the
-// ClusterOperator to version, its snapshot's (OpenShift's upgrade monitors
-// expect Progressing=True during the move); Available and the rest are left
-// as they are until the run reports. Nothing is written when the version
-// reported is this one, or for none.
-func (s *StatusReporter) Starting(ctx context.Context, version string) error {
-	if version == "" {
-		return nil
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		co := &configv1.ClusterOperator{}
-		if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.Name}, co); err != nil {
-			return client.IgnoreNotFound(err) // the first run creates it
-		}
-		from := operatorVersion(co.Status)
-		if from == "" || from == version {
-			return nil
-		}
-		setCondition(&co.Status, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
-			fmt.Sprintf("Moving from version %s to %s: applying the payload", from, version))
-		return s.writer().Status().Update(ctx, co)
-	})
-	if err != nil {
-		return fmt.Errorf("ClusterOperator %s: %w", s.Name, err)
-	}
-	return nil
-}
-
 // operatorVersion is the version status.versions reports for "operator".
 func operatorVersion(st configv1.ClusterOperatorStatus) string {
 	for _, v := range st.Versions {
@@ -98,6 +72,35 @@ func operatorVersion(st configv1.ClusterOperatorStatus) string {
 		}
 	}
 	return ""
+}
+
+// restore reports the last run again, when there is one; report writes
+// only what differs.
+func (s *StatusReporter) restore(ctx context.Context, log logr.Logger, last *lastRun) {
+	if s == nil || last == nil {
+		return
+	}
+	if _, err := s.report(ctx, last.snap, last.status); err != nil {
+		s.notWritten(ctx, log, err, "ClusterOperator status not restored")
+	}
+}
+
+// notWritten logs a failed status write under msg: an error, unless the
+// process is stopping or the guard held the write back. The stop cuts
+// writes short on purpose, and whatever else failed then is the next
+// process's to report; the guard's re-read is waited out by the next run.
+// The line keeps the error either way.
+func (s *StatusReporter) notWritten(ctx context.Context, log logr.Logger, err error, msg string) {
+	log = log.WithValues("clusterOperator", s.Name)
+	if ctx.Err() != nil {
+		log.Info(msg+"; stopping", "error", err.Error())
+		return
+	}
+	if errors.Is(err, errNotCurrent) {
+		log.Info(msg+"; FeatureGate view not current", "error", err.Error())
+		return
+	}
+	log.Error(err, msg)
 }
 
 func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, run runStatus) (*configv1.ClusterOperator, error) {
@@ -127,13 +130,13 @@ func (s *StatusReporter) report(ctx context.Context, snap featuregate.Snapshot, 
 	return co, nil
 }
 
-// fill reports at the snapshot's version: the release version the
-// operator was given, or the one the guard resolved for a placeholder.
+// fill reports at the snapshot's release version: the one the operator
+// was given, or the one the guard resolved for the version marker.
 func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featuregate.Snapshot, run runStatus) {
-	version := snap.Version()
+	releaseVersion := snap.Version()
 	at := ""
-	if version != "" {
-		at = " at " + version
+	if releaseVersion != "" {
+		at = " at " + releaseVersion
 	}
 	setCondition(st, configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
 		fmt.Sprintf("%s is available%s with startup feature set %s; %d manifests applied (%d create-only left as found), %d deleted; capability filter %s",
@@ -149,11 +152,11 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	// The version moves once a run at it has applied everything: until
 	// then the old one is reported, and Progressing says why.
 	from := operatorVersion(*st)
-	upgrading := version != "" && from != "" && from != version
+	upgrading := releaseVersion != "" && from != "" && from != releaseVersion
 	switch {
 	case run.failed > 0 && upgrading:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonUpgrading,
-			fmt.Sprintf("Moving from version %s to %s: %d of %d included manifests applied; retrying the others", from, version, run.applied, run.applied+run.failed))
+			fmt.Sprintf("Moving from version %s to %s: %d of %d included manifests applied; retrying the others", from, releaseVersion, run.applied, run.applied+run.failed))
 	case run.failed > 0:
 		setCondition(st, configv1.OperatorProgressing, configv1.ConditionTrue, ReasonRetrying,
 			fmt.Sprintf("%d of %d included manifests applied; retrying the others", run.applied, run.applied+run.failed))
@@ -163,10 +166,10 @@ func (s *StatusReporter) fill(st *configv1.ClusterOperatorStatus, snap featurega
 	status, reason, message := upgradeable(snap)
 	setCondition(st, configv1.OperatorUpgradeable, status, reason, message)
 
-	if version == "" {
+	if releaseVersion == "" {
 		st.Versions = nil
 	} else if !upgrading || run.failed == 0 {
-		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: version}}
+		st.Versions = []configv1.OperandVersion{{Name: "operator", Version: releaseVersion}}
 	}
 	st.RelatedObjects = []configv1.ObjectReference{{Group: configv1.GroupName, Resource: "featuregates", Name: s.FeatureGateName}}
 	namespaces := run.namespaces

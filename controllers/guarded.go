@@ -10,6 +10,10 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
 
+// errStopped is an action not taken because a stop was requested: neither a
+// success nor a failure.
+var errStopped = errors.New("stop requested")
+
 // errNotCurrent is a write not sent because the guard could not vouch for
 // the snapshot at that moment: neither a success nor a failure, a reason to
 // try again later.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
@@ -33,7 +34,7 @@ func configMap(name string, annotations ...string) string {
 func clusterVersion(ctx context.Context, t *testing.T, c client.Client, known, enabled []configv1.ClusterVersionCapability, overrides ...configv1.ComponentOverride) *configv1.ClusterVersion {
 	t.Helper()
 	g := NewWithT(t)
-	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: clusterinputs.ClusterVersionName},
 		Spec: configv1.ClusterVersionSpec{ClusterID: "2b4c4e5a-0f7c-4f4e-9d8e-0a1b2c3d4e5f", Overrides: overrides}}
 	g.Expect(c.Create(ctx, cv)).To(Succeed())
 	cv.Status = configv1.ClusterVersionStatus{

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
 )
@@ -38,7 +39,7 @@ type Run struct {
 	// Skipped are the directory entries that are not manifests.
 	Skipped []manifest.Skipped
 	// Inputs are the cluster's inclusion inputs this run decided with.
-	Inputs   Inputs
+	Inputs   clusterinputs.Inputs
 	Duration time.Duration
 	// Aborted is set when a stop was requested, the FeatureGate no longer
 	// matches the snapshot, or ctx ended, before the run finished.

@@ -32,7 +32,9 @@ type OperatorConfig struct {
 
 	// releaseVersion is the release (payload) version this operator belongs
 	// to; the feature gates are read for this version and it is reported in
-	// the ClusterOperator status. Empty: not known.
+	// the ClusterOperator status. The version marker, "0.0.1-snapshot" (what
+	// a release payload substitutes), means the cluster's own release
+	// version, read from its ClusterVersion. Empty: not known.
 	// +optional
 	ReleaseVersion string `json:"releaseVersion,omitempty"`
 

@@ -38,7 +38,7 @@ func main() {
 	var f flags
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.StringVar(&f.decideAddr, "decide-bind-address", "0", `Address of /decide, which answers each request from the snapshot only while the guard vouches for it ("0": not served).`)
-	flag.StringVar(&f.version, "release-version", "", "Release version whose status.featureGates entry is read; the placeholder 0.0.1-snapshot (what a payload substitutes) reads it from the ClusterVersion.")
+	flag.StringVar(&f.version, "release-version", "", "Release version whose status.featureGates entry is read; the version marker 0.0.1-snapshot (what a payload substitutes) reads it from the ClusterVersion.")
 	flag.StringVar(&f.namespace, "namespace", "default", "Namespace of the ConfigMaps labelled app=consumer.")
 	flag.DurationVar(&f.resync, "resync", time.Minute, "How often each ConfigMap is reconciled again.")
 	flag.StringVar(&f.gate, "gate", "GateA", "The feature gate this operator consumes.")

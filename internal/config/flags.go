@@ -59,7 +59,7 @@ var flagSpecs = []flagSpec{
 		func(c *v1alpha1.OperatorConfig) any { return &c.FeatureGateName }},
 	{FlagFeatureGateFile, "featureGateFile", "File holding the FeatureGate (YAML or JSON, e.g. a mounted ConfigMap), read instead of the API (empty: the API).",
 		func(c *v1alpha1.OperatorConfig) any { return &c.FeatureGateFile }},
-	{FlagReleaseVersion, "releaseVersion", "Release version this operator belongs to; feature gates are read for it.",
+	{FlagReleaseVersion, "releaseVersion", "Release version this operator belongs to; feature gates are read for it (the version marker 0.0.1-snapshot: the cluster's own, from its ClusterVersion).",
 		func(c *v1alpha1.OperatorConfig) any { return &c.ReleaseVersion }},
 	{FlagWatchedGates, "watchedGates", "Comma-separated `list` of feature gates whose change restarts the operator (empty: all).",
 		func(c *v1alpha1.OperatorConfig) any { return &c.WatchedGates }},

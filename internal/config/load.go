@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/featuregate-operator/operator/api/v1alpha1"
-	"github.com/featuregate-operator/operator/internal/limitedread"
+	"github.com/featuregate-operator/operator/pkg/limitedread"
 )
 
 // Load reads the OperatorConfig file at path, decodes it strictly (see

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
 )
 
 // tarOf writes files (path → content) into a .tar and returns its path.
@@ -76,7 +78,7 @@ func TestOpenArchiveReadsInPlace(t *testing.T) {
 	if err := r.Get(context.Background(), client.ObjectKey{Name: "cluster"}, got); err != nil || got.Spec.FeatureSet != configv1.TechPreviewNoUpgrade {
 		t.Fatalf("Get: %v, %+v", err, got.Spec)
 	}
-	err = r.Get(context.Background(), client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{})
+	err = r.Get(context.Background(), client.ObjectKey{Name: clusterinputs.ClusterVersionName}, &configv1.ClusterVersion{})
 	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "mg.tar:mg/image/cluster-scoped-resources/config.openshift.io/clusterversions") {
 		t.Fatalf("absent ClusterVersion: %v; want NotFound naming the archive's files", err)
 	}

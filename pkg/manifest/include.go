@@ -69,11 +69,6 @@ type Capabilities struct {
 	Enabled []configv1.ClusterVersionCapability
 }
 
-// CapabilitiesFromStatus takes the capabilities of a ClusterVersion's status.
-func capabilitiesFromStatus(s configv1.ClusterVersionCapabilitiesStatus) *Capabilities {
-	return &Capabilities{Known: slices.Clone(s.KnownCapabilities), Enabled: slices.Clone(s.EnabledCapabilities)}
-}
-
 // KnownCapabilities are the capabilities the pinned openshift/api knows, for
 // callers that have a list of enabled capabilities but no ClusterVersion.
 // The caller may modify the returned slice.
@@ -467,17 +462,6 @@ func (id ObjectID) String() string {
 		name = id.Namespace + "/" + name
 	}
 	return kindOf(id.Group, id.Kind) + " " + name
-}
-
-// ClusterVersionInputs are what a ClusterVersion holds of inclusion: its
-// capabilities (nil when its status knows none yet, which turns the filter
-// off rather than excluding every annotated manifest) and its overrides.
-func ClusterVersionInputs(cv *configv1.ClusterVersion) (*Capabilities, []configv1.ComponentOverride) {
-	overrides := slices.Clone(cv.Spec.Overrides)
-	if len(cv.Status.Capabilities.KnownCapabilities) == 0 {
-		return nil, overrides
-	}
-	return capabilitiesFromStatus(cv.Status.Capabilities), overrides
 }
 
 // MajorVersion is the major version of a release version: 4 for "4.22.0"

@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/internal/limitedread"
+	"github.com/featuregate-operator/operator/pkg/limitedread"
 )
 
 // Manifest is one object of a payload, with where it came from so that

@@ -118,7 +118,7 @@ func (c parityCase) cluster(t *testing.T) Cluster {
 		cl.Features = payloadFeatures(t, readFeatureGate(t, c.path(t, c.FeatureGate)))
 	}
 	if c.Capabilities != nil {
-		cl.Capabilities = capabilitiesFromStatus(*c.Capabilities)
+		cl.Capabilities = &Capabilities{Known: c.Capabilities.KnownCapabilities, Enabled: c.Capabilities.EnabledCapabilities}
 	}
 	return cl
 }

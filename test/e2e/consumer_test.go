@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
@@ -261,7 +262,7 @@ func TestConsumerPlaceholderVersion(t *testing.T) {
 	g.Consistently(o.Ready).WithTimeout(time.Second).Should(BeFalse(), "no ClusterVersion: no version, no snapshot")
 	g.Expect(o.Log.IndexWhere(harness.Message(msgActed))).To(Equal(-1), "nothing acted on without a version")
 
-	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "6f0b2a8e-3c1d-4e5f-8a9b-0c1d2e3f4a5b"}}
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: clusterinputs.ClusterVersionName}, Spec: configv1.ClusterVersionSpec{ClusterID: "6f0b2a8e-3c1d-4e5f-8a9b-0c1d2e3f4a5b"}}
 	g.Expect(c.Create(t.Context(), cv)).To(Succeed())
 	cv.Status.Desired.Version = consumerVersion
 	g.Expect(c.Status().Update(t.Context(), cv)).To(Succeed())

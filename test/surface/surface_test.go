@@ -25,6 +25,9 @@ var caps = []struct {
 	{"pkg/featuregate/featuregatetest", 20, "a test double for Gates (built for a feature set, changed, made stale, the stop it asks for) and the FeatureGate fixture an adopter's envtest, fake client or Options.File needs"},
 	{"pkg/manifest", 40, "Load/Scan, Decide/Include and the Cluster they read, the Manifest and Decision they pass, " +
 		"the typed errors bad input is reported with, Groups by run level, the RBAC a payload needs"},
+	{"pkg/limitedread", 3, "one bounded read of a file and the error that refuses it"},
+	{"controllers", 24, "main builds an Applier and its StatusReporter and registers their metrics; the names the operator " +
+		"writes under (field manager, Event source, annotations, label) and its condition reasons are what other tools and tests match on"},
 }
 
 func TestExportedSurface(t *testing.T) {

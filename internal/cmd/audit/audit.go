@@ -25,7 +25,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/featuregate-operator/operator/internal/cmd/cluster"
+	"github.com/featuregate-operator/operator/internal/cmd/cmdline"
 	"github.com/featuregate-operator/operator/internal/mustgather"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
@@ -56,7 +56,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
-	filters := cluster.BindFilterFlags(fs)
+	filters := cmdline.BindFilterFlags(fs)
 	mustGatherDir := fs.String("must-gather", "", "Read the cluster from `DIR`, the output of oc adm must-gather or oc adm inspect: its root or the image directory in it. Not with --from-cluster.")
 	fromCluster := fs.Bool("from-cluster", false, "Read the live cluster the way the operator does (kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or in-cluster). Not with --must-gather.")
 	kubeconfig := fs.String("kubeconfig", "", "With --from-cluster: the kubeconfig file.")
@@ -71,7 +71,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			"2: bad flags or input.\n")
 		fs.PrintDefaults()
 	}
-	if exit, ok := cluster.Parse(fs, args); !ok {
+	if exit, ok := cmdline.Parse(fs, args); !ok {
 		return exit
 	}
 	fail := func(err error) int {
@@ -103,7 +103,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		sourceFlag string
 	)
 	if *fromCluster {
-		c, err := cluster.Client(*kubeconfig)
+		c, err := cmdline.Client(*kubeconfig)
 		if err != nil {
 			return fail(fmt.Errorf("--from-cluster: %w", err))
 		}
@@ -119,12 +119,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		src, reader, sourceFlag = mustGatherSource{g}, mustgather.Reader{Gather: g, Scheme: auditScheme}, "--must-gather"
 	}
-	features, inputs, err := cluster.ReadFrom(reader, sourceFlag, *featureGateName, *filters.ReleaseVersion)
+	features, inputs, err := cmdline.ReadCluster(reader, sourceFlag, *featureGateName, *filters.ReleaseVersion)
 	if err != nil {
 		return fail(err)
 	}
 	target.Features, target.Capabilities, target.Overrides = features, inputs.Capabilities, inputs.Overrides
-	if err := cluster.WithVersion(&target, features.Version()); err != nil {
+	if err := cmdline.SetMajorVersion(&target, features.Version()); err != nil {
 		return fail(err)
 	}
 
@@ -420,7 +420,7 @@ func (g mustGatherSource) present(_ context.Context, obj *unstructured.Unstructu
 	return g.Present(obj)
 }
 
-// auditScheme maps the types cluster.ReadFrom reads to their kinds.
+// auditScheme maps the types cmdline.ReadCluster reads to their kinds.
 var auditScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(configv1.Install(s))

@@ -15,7 +15,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/featuregate-operator/operator/internal/cmd/cluster"
+	"github.com/featuregate-operator/operator/internal/clusterinputs"
+	"github.com/featuregate-operator/operator/internal/cmd/cmdline"
 	"github.com/featuregate-operator/operator/internal/objectfile"
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/manifest"
@@ -32,7 +33,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("manifests-dir", "", "Directory of release manifests (required).")
 	featureSet := fs.String("feature-set", "", "Only these feature sets, comma separated (default: every known one), each with no gate enabled. Not with --feature-gate.")
 	featureGate := fs.String("feature-gate", "", "FeatureGate YAML or JSON file (like openshift/api payload-manifests/featuregates/*.yaml): its feature set and the enabled gates of its status entry for --release-version (the first entry without it).")
-	filters := cluster.BindFilterFlags(fs)
+	filters := cmdline.BindFilterFlags(fs)
 	releaseVersion := filters.ReleaseVersion
 	capabilities := fs.String("capabilities", "", "Enabled capabilities, comma separated (empty: none), against the capabilities openshift/api knows. Not with --cluster-version.")
 	clusterVersion := fs.String("cluster-version", "", "ClusterVersion YAML or JSON file: its status.capabilities and spec.overrides.")
@@ -49,7 +50,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			"       manager manifests --manifests-dir DIR --from-cluster [--kubeconfig FILE] [--release-version V] [...]\n")
 		fs.PrintDefaults()
 	}
-	if exit, ok := cluster.Parse(fs, args); !ok {
+	if exit, ok := cmdline.Parse(fs, args); !ok {
 		return exit
 	}
 	fail := func(err error) int {
@@ -72,8 +73,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("--from-cluster reads the FeatureGate and ClusterVersion: not with --feature-gate, --feature-set, --capabilities or --cluster-version"))
 	}
 
-	if cluster.Placeholder(*releaseVersion) && !*fromCluster {
-		return fail(fmt.Errorf("--release-version %s is a placeholder, resolved only from a cluster's ClusterVersion: use --from-cluster, or give the release's version", *releaseVersion))
+	if clusterinputs.IsVersionMarker(*releaseVersion) && !*fromCluster {
+		return fail(fmt.Errorf("--release-version %s is the version marker, resolved only from a cluster's ClusterVersion: use --from-cluster, or give the release's version", *releaseVersion))
 	}
 	target, err := filters.Cluster()
 	if err != nil {
@@ -91,11 +92,15 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		report.Cluster.Features = f
 	}
 	if *fromCluster {
-		features, inputs, err := cluster.Read(*kubeconfig, *featureGateName, *releaseVersion)
+		c, err := cmdline.Client(*kubeconfig)
+		if err != nil {
+			return fail(fmt.Errorf("--from-cluster: %w", err))
+		}
+		features, inputs, err := cmdline.ReadCluster(c, "--from-cluster", *featureGateName, *releaseVersion)
 		if err != nil {
 			return fail(err)
 		}
-		if err := cluster.WithVersion(&report.Cluster, features.Version()); err != nil {
+		if err := cmdline.SetMajorVersion(&report.Cluster, features.Version()); err != nil {
 			return fail(err)
 		}
 		fmt.Fprintf(stderr, "manifests: FeatureGate %s: feature set %s, release version %s; capability filter %s\n", *featureGateName, features.FeatureSetName(), orNone(features.Version()), inputs.Filter())
@@ -151,13 +156,13 @@ func decodeObject(path string, data []byte, kind string, obj interface{}) error 
 	return nil
 }
 
-// readFeatureGateFile reads the features of a FeatureGate file for version,
-// the way the operator reads the live one. Without a version, the file's one
+// readFeatureGateFile reads the features of a FeatureGate file for releaseVersion,
+// the way the operator reads the live one. Without a release version, the file's one
 // status entry is used. A payload's FeatureGate files are templates whose
 // one status entry has an empty version (filled in when the release is
-// built): without an entry for version, such an entry stands for it, and a
+// built): without an entry for releaseVersion, such an entry stands for it, and a
 // note says so.
-func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Features, error) {
+func readFeatureGateFile(path, releaseVersion string, stderr io.Writer) (manifest.Features, error) {
 	fg := &configv1.FeatureGate{}
 	if err := readObjectFile(path, "FeatureGate", fg); err != nil {
 		return nil, fmt.Errorf("--feature-gate %w", err)
@@ -170,24 +175,24 @@ func readFeatureGateFile(path, version string, stderr io.Writer) (manifest.Featu
 		return slices.ContainsFunc(entries, func(d configv1.FeatureGateDetails) bool { return d.Version == v })
 	}
 	switch {
-	case version == "" && len(entries) == 1:
-		version = entries[0].Version
-	case version != "" && !has(version) && has(""):
+	case releaseVersion == "" && len(entries) == 1:
+		releaseVersion = entries[0].Version
+	case releaseVersion != "" && !has(releaseVersion) && has(""):
 		fg = fg.DeepCopy()
 		for i := range fg.Status.FeatureGates {
 			if fg.Status.FeatureGates[i].Version == "" {
-				fg.Status.FeatureGates[i].Version = version
+				fg.Status.FeatureGates[i].Version = releaseVersion
 			}
 		}
-		fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, version)
+		fmt.Fprintf(stderr, "manifests: %s has no status.featureGates entry for %s; using its entry with an empty version (a payload template)\n", path, releaseVersion)
 	}
-	if version == "" {
+	if releaseVersion == "" {
 		// An entry with an empty version is read like any other.
 		fg = fg.DeepCopy()
-		version = "template"
-		fg.Status.FeatureGates[0].Version = version
+		releaseVersion = "template"
+		fg.Status.FeatureGates[0].Version = releaseVersion
 	}
-	snap, err := featuregate.Read(fg, version)
+	snap, err := featuregate.Read(fg, releaseVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--feature-gate %s: %w", path, err)
 	}
@@ -209,8 +214,8 @@ func readClusterVersionFile(path string) (*manifest.Capabilities, []configv1.Com
 			return nil, nil, fmt.Errorf("--cluster-version %s: spec.overrides[%d] needs kind and name", path, i)
 		}
 	}
-	c, overrides := manifest.ClusterVersionInputs(cv)
-	return c, overrides, nil
+	in := clusterinputs.FromClusterVersion(cv)
+	return in.Capabilities, in.Overrides, nil
 }
 
 // parseCapabilities takes a list of enabled capabilities; the known ones are

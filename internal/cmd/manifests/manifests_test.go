@@ -359,7 +359,7 @@ func TestRBACRules(t *testing.T) {
 func TestManifestsPlaceholderNeedsACluster(t *testing.T) {
 	dir := harness.WriteFiles(t, map[string]string{"0000_10_cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  namespace: default\n"})
 	code, _, errOut := runManifests(t, "--manifests-dir", dir, "--feature-set", "Default", "--release-version", "0.0.1-snapshot")
-	if code != 2 || !strings.Contains(errOut, "--release-version 0.0.1-snapshot is a placeholder, resolved only from a cluster's ClusterVersion") {
+	if code != 2 || !strings.Contains(errOut, "--release-version 0.0.1-snapshot is the version marker, resolved only from a cluster's ClusterVersion") {
 		t.Errorf("exit %d, %s", code, errOut)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// The watch of the operator's own ClusterOperator; the manager's cache is
+// The watch of the operator's own ClusterOperator, set up before the first
+// run: a deletion or an overwrite pokes the Applier, which restores the
+// ClusterOperator between runs (see between). The manager's cache is
 // restricted to its name, which RBAC grants list and watch by.
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=list;watch,resourceNames=featuregate-operator
 
@@ -73,17 +75,4 @@ func (a *Applier) pokes() chan struct{} {
 		a.poke = make(chan struct{}, 1)
 	}
 	return a.poke
-}
-
-// restoreStatus reports the last run again; Report writes only what differs.
-func (a *Applier) restoreStatus(ctx context.Context) {
-	a.mu.Lock()
-	last := a.last
-	a.mu.Unlock()
-	if last == nil {
-		return
-	}
-	if _, err := a.Status.report(ctx, last.snap, last.status); err != nil {
-		a.statusNotWritten(ctx, err, "ClusterOperator status not restored")
-	}
 }

@@ -353,10 +353,10 @@ func TestStatusNotWrittenIsAnErrorOnlyWhileRunning(t *testing.T) {
 	}
 	failed := errors.New("context canceled")
 
-	a.statusNotWritten(context.Background(), failed, "ClusterOperator status not reported")
+	a.Status.notWritten(context.Background(), a.log(), failed, "ClusterOperator status not reported")
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	a.statusNotWritten(stopped, failed, "ClusterOperator status not restored")
+	a.Status.notWritten(stopped, a.log(), failed, "ClusterOperator status not restored")
 
 	g.Expect(lines).To(HaveLen(2))
 	g.Expect(lines[0]).To(And(ContainSubstring(`"msg"="ClusterOperator status not reported"`), ContainSubstring(`"error"="context canceled"`),

@@ -1,6 +1,11 @@
 // Package limitedread reads files whose size is not to be trusted: a
 // manifest or a config file may be a multi-gigabyte file, a growing one, or
 // /dev/zero, and must cost no more than its limit to refuse.
+//
+// It stands under pkg/, beside the library that reads manifests with it
+// (pkg/manifest), rather than in the operator's internal/: a library
+// package imports nothing of the operator, and the operator's config
+// loading shares it from here.
 package limitedread
 
 import (
