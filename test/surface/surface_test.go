@@ -22,7 +22,7 @@ var caps = []struct {
 	why   string
 }{
 	{"pkg/featuregate", 25, "adopters learn NewGuard, NewManager, the Gates they ask and the Snapshot behind them"},
-	{"pkg/featuregate/featuregatetest", 20, "a test double for Gates (built for a feature set, changed, made stale, the stop it asks for) and the FeatureGate fixture an adopter's envtest, fake client or Options.File needs"},
+	{"pkg/featuregate/featuregatetest", 22, "a test double for Gates (built for a feature set, with disabled gates kept as library-go's hardcoded access keeps them, taken later as a snapshot read after start, changed, made stale, the stop it asks for) and the FeatureGate fixture an adopter's envtest, fake client or Options.File needs"},
 	{"pkg/manifest", 40, "Load/Scan, Decide/Include and the Cluster they read, the Manifest and Decision they pass, " +
 		"the typed errors bad input is reported with, Groups by run level, the RBAC a payload needs"},
 	{"pkg/limitedread", 3, "one bounded read of a file and the error that refuses it"},
