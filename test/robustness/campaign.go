@@ -33,6 +33,12 @@ import (
 // Config is one campaign.
 type Config struct {
 	Seed int64
+	// EntryRewrite, when positive, is how long after each spec write the
+	// campaign rewrites the consumer's status entry, as
+	// cluster-config-operator does; zero: never (feature-set changes then
+	// hold the consumers' exits until another entry change or the guard's
+	// bound).
+	EntryRewrite time.Duration
 	// Duration is how long traffic and faults last; a quiet tail follows.
 	Duration time.Duration
 	// Dir receives the history (history.jsonl) and every process's log.
@@ -476,13 +482,13 @@ func (c *campaign) change(ctx context.Context) error {
 		return err
 	}
 	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
-	if status {
+	if status || c.cfg.EntryRewrite <= 0 {
 		return nil
 	}
 	// cluster-config-operator rewrites this version's entry from the spec
 	// a moment later: a consumer of the feature set restarts once that
 	// entry caught up.
-	if err := sleep(ctx, 500*time.Millisecond+time.Duration(c.traffic.Int64N(int64(2500*time.Millisecond)))); err != nil {
+	if err := sleep(ctx, c.cfg.EntryRewrite); err != nil {
 		return err
 	}
 	markEntry(fg, version, fg.Spec.FeatureSet)

@@ -112,7 +112,7 @@ func TestCampaigns(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
 			defer cancel()
-			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)),
+			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)), EntryRewrite: time.Second,
 				Manager: bins.manager, Consumer: bins.consumer, Faults: faultKinds(), Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("campaign: %v", err)
