@@ -51,7 +51,9 @@
 // FeatureGate that matched the snapshot. An open watch alone is no such
 // proof (a dead link, a frozen API server and one cut off from etcd all
 // look like a quiet watch), so the guard sends that read every half bound
-// on a connection of its own, as a leader renews its lease. Current is
+// on a connection of its own, as a leader renews its lease, while anything
+// asks Current: a guard nobody asked for 5 bounds reads nothing, and the
+// next Current waits for one read before it answers. Current is
 // also false before the snapshot is taken, while the guard has lost track
 // of the FeatureGate, and once a stop is requested; the answer then is to
 // requeue, never to act. Readiness does not follow it: it is about the

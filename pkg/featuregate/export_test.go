@@ -211,3 +211,7 @@ func NewDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), 
 // SetWarnAfter shortens how long startup reads fail before their line is an
 // error.
 func SetWarnAfter(s *Startup, d time.Duration) { s.warnAfter = d }
+
+// DemandBounds is how many freshness bounds the prover goes on after the
+// last ask of Current.
+const DemandBounds = demandBounds

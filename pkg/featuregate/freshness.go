@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,13 @@ import (
 // which only an API server that still reaches etcd can answer, and each
 // answer that matches the snapshot is proof as of the moment the read was
 // sent. Current is true only while the newest proof is younger than bound.
+//
+// Proof is kept only while something relies on it: a consistent read a
+// second per replica is most of what an idle guard costs the control plane,
+// and an operator that asks nothing of Current acts on nothing it would
+// vouch for. Each Current call is a demand; the prover stops reading once
+// none came for demandWindow, and the first call after that waits for one
+// read rather than answer false for want of a proof nobody asked for.
 type freshness struct {
 	bound time.Duration
 	// epoch makes proof times monotonic: they are durations since it.
@@ -27,27 +35,67 @@ type freshness struct {
 	// provenAt is when the newest proof's read was sent, as time since
 	// epoch; noProof before the first.
 	provenAt atomic.Int64
+	// askedAt is when Current last asked, as time since epoch; noProof
+	// before the first ask.
+	askedAt atomic.Int64
+	// dormant is set while the prover sends no reads for want of demand;
+	// wake carries the ask that ends it.
+	dormant atomic.Bool
+	wake    chan struct{}
+
+	mu sync.Mutex
+	// next is closed by the next proof; nil until someone waits for it.
+	next chan struct{}
 }
 
 const noProof = math.MinInt64
 
+// demandBounds is how many freshness bounds the prover keeps proving after
+// the last ask: a caller that asks in bursts (a reconcile, its writes) finds
+// proof held throughout, and only a caller quiet for this long pays one
+// read's wait at its next ask.
+const demandBounds = 5
+
 func newFreshness(bound time.Duration) *freshness {
-	f := &freshness{bound: bound, epoch: time.Now()}
+	f := &freshness{bound: bound, epoch: time.Now(), wake: make(chan struct{}, 1)}
 	f.provenAt.Store(noProof)
+	f.askedAt.Store(noProof)
 	return f
 }
+
+// since is t as time since epoch.
+func (f *freshness) since(t time.Time) int64 { return int64(t.Sub(f.epoch)) }
 
 // proven records a read sent at sent whose answer matched the snapshot.
 // Proof never moves back: an answer that arrives late does not undo a newer
 // one.
 func (f *freshness) proven(sent time.Time) {
-	at := int64(sent.Sub(f.epoch))
+	at := f.since(sent)
 	for {
 		old := f.provenAt.Load()
-		if at <= old || f.provenAt.CompareAndSwap(old, at) {
+		if at <= old {
 			return
 		}
+		if f.provenAt.CompareAndSwap(old, at) {
+			break
+		}
 	}
+	f.mu.Lock()
+	if f.next != nil {
+		close(f.next)
+		f.next = nil
+	}
+	f.mu.Unlock()
+}
+
+// nextProof is closed by the next proof recorded.
+func (f *freshness) nextProof() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.next == nil {
+		f.next = make(chan struct{})
+	}
+	return f.next
 }
 
 // age is how old the newest proof is at now, and false without one.
@@ -63,6 +111,47 @@ func (f *freshness) age(now time.Time) (time.Duration, bool) {
 func (f *freshness) fresh() bool {
 	age, ok := f.age(time.Now())
 	return ok && age < f.bound
+}
+
+// ask records a demand for proof at now, wakes a dormant prover, and
+// reports whether it was dormant: its proof, if any, is one nobody kept.
+func (f *freshness) ask(now time.Time) (woke bool) {
+	f.askedAt.Store(f.since(now))
+	if !f.dormant.CompareAndSwap(true, false) {
+		return false
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// demanded reports whether Current asked within the demand window at now.
+func (f *freshness) demanded(now time.Time) bool {
+	at := f.askedAt.Load()
+	return at != noProof && now.Sub(f.epoch)-time.Duration(at) < demandBounds*f.bound
+}
+
+// awaitFresh waits up to half the bound for fresh proof, after a dormant
+// prover was woken: one consistent read, which an API server that answers
+// at all answers in a round trip.
+func (f *freshness) awaitFresh() bool {
+	if f.fresh() {
+		return true
+	}
+	next := f.nextProof()
+	t := time.NewTimer(f.period())
+	defer t.Stop()
+	for !f.fresh() {
+		select {
+		case <-next:
+			next = f.nextProof()
+		case <-t.C:
+			return false
+		}
+	}
+	return true
 }
 
 // period is how often a consistent read is sent: the latency it tolerates
@@ -103,6 +192,8 @@ var errLapsed = errors.New("freshness proof lapsed")
 
 // run proves until ctx ends, a read finds a change (it returns nil then:
 // the comparison asked for the stop), or the proof lapses (errLapsed).
+// While nothing asks Current it sends nothing (dormant): proof that grows
+// old then is no lapse, as nobody relies on it.
 func (p *prover) run(ctx context.Context) error {
 	results := make(chan proof, 1)
 	send := func() {
@@ -120,14 +211,30 @@ func (p *prover) run(ctx context.Context) error {
 	next := time.NewTimer(p.period())
 	defer next.Stop()
 	inFlight := false
-	lapse := time.NewTimer(p.untilLapse())
+	// demandSince is when the current spell of demand began: a proof
+	// older than that was nobody's to keep, so the lapse is counted from
+	// the later of the two.
+	demandSince := time.Now()
+	lapse := time.NewTimer(p.untilLapse(demandSince))
 	defer lapse.Stop()
+	defer p.dormant.Store(false)
 	var lastErr error
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-next.C:
+		case <-p.wake:
+			demandSince = time.Now()
+			lapse.Reset(p.untilLapse(demandSince))
+			if !inFlight {
+				inFlight = true
+				send()
+			}
+		case now := <-next.C:
+			if !p.demanded(now) {
+				p.sleepUntilAsked(now)
+				continue
+			}
 			if !inFlight {
 				inFlight = true
 				send()
@@ -151,10 +258,20 @@ func (p *prover) run(ctx context.Context) error {
 			p.proven(r.sent)
 			lastErr = nil
 			p.recovered()
-			lapse.Reset(p.untilLapse())
+			lapse.Reset(p.untilLapse(demandSince))
 		case now := <-lapse.C:
 			if p.fresh() {
-				lapse.Reset(p.untilLapse())
+				lapse.Reset(p.untilLapse(demandSince))
+				continue
+			}
+			if !p.demanded(now) {
+				// Nobody relies on the proof: its age is no trouble. Look
+				// again a period on, as demand may resume without a wake.
+				lapse.Reset(p.period())
+				continue
+			}
+			if now.Sub(demandSince) < p.bound {
+				lapse.Reset(p.untilLapse(demandSince))
 				continue
 			}
 			if p.lapsedAt.IsZero() {
@@ -178,6 +295,21 @@ func (p *prover) run(ctx context.Context) error {
 	}
 }
 
+// sleepUntilAsked marks the prover dormant: the next ask wakes it through
+// p.wake. An ask that raced the mark wakes it at once.
+func (p *prover) sleepUntilAsked(now time.Time) {
+	p.dormant.Store(true)
+	if p.demanded(now) && p.dormant.CompareAndSwap(true, false) {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	p.log.V(1).Info("Freshness proof paused; nothing asked Current", "featureGate", p.name,
+		"quietFor", (demandBounds * p.bound).String())
+}
+
 // recovered logs the end of a lapse, once proof is held again.
 func (p *prover) recovered() {
 	if p.lapsedAt.IsZero() || !p.fresh() {
@@ -188,10 +320,14 @@ func (p *prover) recovered() {
 	p.lapsedAt = time.Time{}
 }
 
-// untilLapse is how long the proof held now lasts; a short wait when none
-// is held, so that its absence is logged.
-func (f *freshness) untilLapse() time.Duration {
+// untilLapse is how long the proof held now lasts, counted from no earlier
+// than since (when the demand began); a short wait when none is held, so
+// that its absence is logged.
+func (f *freshness) untilLapse(since time.Time) time.Duration {
 	age, ok := f.age(time.Now())
+	if bySince := time.Since(since); !ok || bySince < age {
+		age, ok = bySince, true
+	}
 	if !ok {
 		return f.bound
 	}

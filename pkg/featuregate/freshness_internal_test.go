@@ -27,7 +27,7 @@ func TestFreshnessProofNeverMovesBack(t *testing.T) {
 	if age, _ := f.age(now); age != time.Second {
 		t.Fatalf("an older proof moved it back: age %s", age)
 	}
-	if d := f.untilLapse(); d <= 0 || d > time.Second {
+	if d := f.untilLapse(time.Time{}); d <= 0 || d > time.Second {
 		t.Fatalf("untilLapse = %s; want (0, 1s]", d)
 	}
 	if f.period() != time.Second {
@@ -41,7 +41,7 @@ func TestFreshnessLapsesAtTheBound(t *testing.T) {
 	if f.fresh() {
 		t.Fatal("proof as old as the bound is not fresh")
 	}
-	if d := f.untilLapse(); d != time.Millisecond {
+	if d := f.untilLapse(time.Time{}); d != time.Millisecond {
 		t.Fatalf("untilLapse of a lapsed proof = %s; want the minimum", d)
 	}
 }

@@ -95,3 +95,78 @@ func TestGuardFreshnessReadSeesAChange(t *testing.T) {
 	g.Expect(gd.guard.Current()).To(BeFalse())
 	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
 }
+
+// Proof costs a consistent read each half bound; the guard pays it only
+// while something relies on Current. A guard nobody asks stops reading
+// within the demand window, its proof ages without a lapse (no line, no
+// count), and the first ask after that waits for one read and answers true.
+// An ask while reads go unanswered answers false within half the bound, and
+// the lapse is then logged as before: the demand is what it vouches for.
+func TestGuardProvesOnlyWhileAsked(t *testing.T) {
+	g := NewWithT(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	const bound = 400 * time.Millisecond
+	demandWindow := featuregate.DemandBounds * bound
+	var reads atomic.Int64
+	var hold atomic.Bool
+	gd := startGuarded(t, featuregate.Options{Name: name, FreshnessBound: bound}, func(gu *featuregate.Guard) {
+		featuregate.WrapMonitorRead(gu, func(read featuregate.ReadFunc) featuregate.ReadFunc {
+			return func(ctx context.Context) (*configv1.FeatureGate, error) {
+				reads.Add(1)
+				if hold.Load() {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return read(ctx)
+			}
+		})
+	})
+	gd.current(t)
+	asking := reads.Load()
+	g.Consistently(gd.guard.Current).WithTimeout(2*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(),
+		"a caller that keeps asking keeps the proof")
+	g.Expect(reads.Load()-asking).To(BeNumerically(">=", 4), "reads every half bound while asked")
+
+	// Nobody asks: reads stop within the window and a period.
+	quietFrom := time.Now()
+	var before int64
+	g.Eventually(func() bool {
+		n := reads.Load()
+		stopped := n == before
+		before = n
+		return stopped
+	}).WithPolling(demandWindow/2+bound).WithTimeout(demandWindow+10*bound).Should(BeTrue(), "reads go on with nobody asking")
+	g.Expect(time.Since(quietFrom)).To(BeNumerically(">=", demandWindow), "reads stopped before the demand window ended")
+	g.Consistently(reads.Load).WithTimeout(4 * bound).Should(Equal(before))
+	g.Expect(gd.log.CountWhere(logLapsed)).To(BeZero(), "proof nobody relies on lapsed")
+	g.Expect(metric(t, gd.reg, "featuregate_guard_freshness_lapses_total", "")).To(BeZero())
+
+	// The first ask wakes the prover and waits for one read.
+	asked := time.Now()
+	g.Expect(gd.guard.Current()).To(BeTrue(), "the first ask after a quiet spell waits for a read")
+	g.Expect(time.Since(asked)).To(BeNumerically("<", bound/2), "the first ask waited longer than a read")
+	g.Expect(reads.Load()).To(BeNumerically(">", before))
+
+	// Quiet again, then asked while reads go unanswered.
+	g.Eventually(func() bool {
+		n := reads.Load()
+		stopped := n == before
+		before = n
+		return stopped
+	}).WithPolling(demandWindow/2 + bound).WithTimeout(demandWindow + 10*bound).Should(BeTrue())
+	hold.Store(true)
+	asked = time.Now()
+	g.Expect(gd.guard.Current()).To(BeFalse(), "answered without proof")
+	waited := time.Since(asked)
+	g.Expect(waited).To(BeNumerically(">=", bound/2-10*time.Millisecond), "gave up before half the bound")
+	g.Expect(waited).To(BeNumerically("<", bound), "waited past half the bound")
+	g.Consistently(gd.guard.Current).WithTimeout(2 * bound).Should(BeFalse())
+	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
+	g.Expect(err).NotTo(HaveOccurred(), "an unanswered demand lapses")
+	g.Expect(line.Get("reason")).To(ContainSubstring(noAnswerTo))
+	hold.Store(false)
+	g.Eventually(gd.guard.Current).WithPolling(5 * time.Millisecond).WithTimeout(5 * time.Second).Should(BeTrue())
+	gd.noStop(t)
+}

@@ -170,8 +170,14 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 }
 
 // Current reports whether the source is followed now, on proof younger than
-// the freshness bound.
-func (m *monitor) Current() bool { return m.current.Load() && m.prover.fresh() }
+// the freshness bound. Each call is a demand for proof; the first after a
+// quiet spell wakes the prover and waits for its read (see freshness).
+func (m *monitor) Current() bool {
+	if m.prover.ask(time.Now()) && m.current.Load() {
+		return m.prover.awaitFresh() && m.current.Load()
+	}
+	return m.current.Load() && m.prover.fresh()
+}
 
 var errAlarm = errors.New("a request or watch of the manager failed")
 

@@ -95,10 +95,11 @@ type Options struct {
 	InitialFetchTimeout time.Duration
 	// FreshnessBound is how old the guard's proof that the FeatureGate still
 	// matches the snapshot may be while Current answers true. Proof is a
-	// consistent read, sent every half bound, that matched: only an API
-	// server that still reaches etcd answers one, so a silent link, a
-	// frozen API server or one cut off from etcd turns Current false within
-	// the bound. Reads slower than half the bound make it lapse too.
+	// consistent read, sent every half bound while Current is asked, that
+	// matched: only an API server that still reaches etcd answers one, so a
+	// silent link, a frozen API server or one cut off from etcd turns
+	// Current false within the bound. Reads slower than half the bound make
+	// it lapse too.
 	FreshnessBound time.Duration
 	// ResyncPeriod re-runs the FeatureGate controller's comparison without
 	// an event.
