@@ -40,7 +40,7 @@ func (b *bench) measureFreshness(ctx context.Context) *section {
 			"a **silent link** (a loopback proxy between the operator and the API server holds every byte both ways and closes nothing), " +
 			"a **frozen API server** (SIGSTOP: the kernel still accepts connections, nothing answers), and an **API server cut from etcd** " +
 			"(a second kube-apiserver whose etcd link goes through such a proxy: it keeps answering, HTTP/2 pings included). " +
-			"One operator (default flags: bound 2 s) runs through each; every run waits a random phase within one read period (1 s), starts the fault, " +
+			"One operator (default bound 2 s), applying a one-component payload every second and so asking `Current()` before each run level (a guard proves only while asked), runs through each; every run waits a random phase within one read period (1 s), starts the fault, " +
 			"and takes the time of the operator's `FeatureGate not proven current` line, which it writes the moment `Current()` turns false; then heals the fault and waits for `FeatureGate proven current again`.",
 		"The guard reads consistently every half bound; a read's answer is proof as of when it was sent, so `Current()` turns false between bound − period and bound after the fault starts, plus the time the last answered read took.",
 	}
@@ -121,7 +121,15 @@ func (b *bench) lapses(ctx context.Context, pl *plane, name string, cfg *rest.Co
 	if err := harness.WriteKubeconfig(via.kubeconfig, cfg); err != nil {
 		return err
 	}
-	p, err := b.runningOperator(ctx, &via, name)
+	// An operator that relies on Current: it applies a one-component
+	// payload every second, asking Current before each run level, so its
+	// guard keeps proof (an idle one proves nothing and has nothing to
+	// lapse).
+	payload := filepath.Join(b.dir(name), "payload")
+	if _, err := generatePayload(payload, 1); err != nil {
+		return err
+	}
+	p, err := b.runningOperator(ctx, &via, name, "--manifests-dir="+payload, "--resync-period=1s")
 	if err != nil {
 		return err
 	}

@@ -218,8 +218,8 @@ func (b *bench) outageRun(ctx context.Context, pl *plane, second client.Client, 
 // FeatureGate workers started, the applier ran once, and a second more (a
 // watch younger than a second counts as "very short" to client-go's
 // reflector; let it be an ordinary one when the API goes away).
-func (b *bench) runningOperator(ctx context.Context, pl *plane, name string) (*harness.Process, error) {
-	p, err := b.operator(pl, name)
+func (b *bench) runningOperator(ctx context.Context, pl *plane, name string, args ...string) (*harness.Process, error) {
+	p, err := b.operator(pl, name, args...)
 	if err != nil {
 		return nil, err
 	}
