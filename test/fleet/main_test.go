@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
 )
 
@@ -34,6 +37,9 @@ var bins struct{ consumer, idle string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The harness's clients log through controller-runtime, which prints a
+	// stack when no logger is ever set.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(run(m))
 }
 
