@@ -85,6 +85,9 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "| API GET latency before it | %s |\n", s.Baseline)
 	fmt.Fprintf(&b, "| API GETs failed | %d |\n", s.APIFails)
 	fmt.Fprintf(&b, "| freshness lapses logged by the replacements (target 0) | %d |\n", s.Lapses)
+	if len(s.LapseLines) > 0 {
+		fmt.Fprintf(&b, "\nThe replacements' lapses (first %d):\n\n```text\n%s\n```\n", len(s.LapseLines), strings.Join(s.LapseLines, "\n"))
+	}
 	fmt.Fprintf(&b, "\nThe slowest exit tail, %s, from its detection line to its exit:\n\n```text\n%s\n```\n", s.SlowTailName, strings.Join(s.SlowTail, "\n"))
 
 	b.WriteString("\n### Idle and busy cost on the API server, guard vs library-go\n\n")

@@ -12,8 +12,12 @@ import (
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
-// proberInterval is the pace of the API latency prober.
-const proberInterval = 50 * time.Millisecond
+const (
+	// proberInterval is the pace of the API latency prober.
+	proberInterval = 50 * time.Millisecond
+	// maxLapseLines bounds the lapse lines the report keeps.
+	maxLapseLines = 10
+)
 
 // Stampede is what a change that restarts every adopter costs.
 type Stampede struct {
@@ -33,8 +37,10 @@ type Stampede struct {
 	API      Dist `json:"api"`
 	Baseline Dist `json:"baseline"`
 	APIFails int  `json:"apiFails"`
-	// Lapses counts freshness lapses the replacements logged until settled.
-	Lapses int `json:"lapses"`
+	// Lapses counts freshness lapses the replacements logged until settled;
+	// LapseLines holds the first few, with their adopter, to attribute them.
+	Lapses     int      `json:"lapses"`
+	LapseLines []string `json:"lapseLines,omitempty"`
 	// SlowTail is the slowest adopter's lines from detection to exit.
 	SlowTail     []string `json:"slowTail"`
 	SlowTailName string   `json:"slowTailName"`
@@ -180,8 +186,16 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			}
 		}
 		for _, p := range a.Processes() {
-			if p.Started().After(write) {
-				st.Lapses += p.Log.CountWhere(lapsed)
+			if !p.Started().After(write) {
+				continue
+			}
+			for _, l := range p.Log.Lines() {
+				if lapsed.Matches(l) {
+					st.Lapses++
+					if len(st.LapseLines) < maxLapseLines {
+						st.LapseLines = append(st.LapseLines, a.Spec.Name+": "+l.Raw)
+					}
+				}
 			}
 		}
 	}
