@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +40,11 @@ func (e Exit) Restart() bool { return !e.ByHarness && e.Code == 0 }
 // is started again at once, with the adopter's current version.
 type Adopter struct {
 	Spec Spec
-	// argv is the command line of a process answering /readyz on probe.
-	argv func(version, probe string) []string
-	bin  string
+	// argv is the command line of a process running version, answering
+	// /readyz on addrs[0]; addrs has one more loopback address per port.
+	argv  func(version string, addrs []string) []string
+	ports int
+	bin   string
 
 	mu          sync.Mutex
 	version     string
@@ -55,7 +59,7 @@ type Adopter struct {
 	done        chan struct{}
 }
 
-func newAdopter(spec Spec, bin string, argv func(version, probe string) []string) *Adopter {
+func newAdopter(spec Spec, bin string, argv func(version string, addrs []string) []string) *Adopter {
 	return &Adopter{Spec: spec, bin: bin, argv: argv, version: spec.Version}
 }
 
@@ -94,7 +98,7 @@ func (a *Adopter) loop() {
 		e := Exit{Process: p, At: p.ExitedAt(), Code: p.ExitCode(), ByHarness: a.harnessStop || a.stopping}
 		a.exits, a.lastEvent = append(a.exits, e), e.At
 		if e.Code != 0 {
-			a.failures = append(a.failures, fmt.Sprintf("%s (pid %d) exited with code %d (%v)", a.Spec.Name, p.Pid(), e.Code, p.Err()))
+			a.failures = append(a.failures, fmt.Sprintf("%s (pid %d) exited with code %d (%v); its last lines:\n%s", a.Spec.Name, p.Pid(), e.Code, p.Err(), lastLines(p, 8)))
 		}
 		if a.stopping {
 			a.mu.Unlock()
@@ -109,12 +113,34 @@ func (a *Adopter) loop() {
 }
 
 func (a *Adopter) start(version string) (*harness.Process, error) {
-	port, err := harness.FreePort()
+	addrs, err := freeAddrs(1 + a.ports)
 	if err != nil {
-		return nil, fmt.Errorf("%s: free port: %w", a.Spec.Name, err)
+		return nil, fmt.Errorf("%s: free ports: %w", a.Spec.Name, err)
 	}
-	probe := fmt.Sprintf("127.0.0.1:%d", port)
-	return harness.Start(harness.Options{Name: a.Spec.Name, Path: a.bin, Probe: probe, Args: a.argv(version, probe)})
+	return harness.Start(harness.Options{Name: a.Spec.Name, Path: a.bin, Probe: addrs[0], Args: a.argv(version, addrs)})
+}
+
+// freeAddrs is n loopback addresses nobody listens on, all different: the
+// listeners are held until every port is known (one harness.FreePort after
+// another may hand out the same port twice).
+func freeAddrs(n int) ([]string, error) {
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
+}
+
+// lastLines is the last n lines of p's output, for an error.
+func lastLines(p *harness.Process, n int) string {
+	lines := p.Log.Lines()
+	lines = lines[max(0, len(lines)-n):]
+	return strings.Join(raw(lines), "\n")
 }
 
 // Stop stops the process (not counted as a restart) and the loop, and

@@ -68,20 +68,17 @@ func (f *Fleet) Costs(ctx context.Context, idleBin string, n int, window time.Du
 	busy := func(i int) *Adopter {
 		s := Spec{Name: fmt.Sprintf("busy-guard-%02d", i), Version: versionCurrent}
 		args := f.consumerArgs(s)
-		return newAdopter(s, f.cfg.Consumer, func(version, probe string) []string {
-			port, err := harness.FreePort()
-			if err != nil {
-				port = 1 // refused: counted as a /decide failure
-			}
-			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			decide.Store(probe, addr)
-			return append(args(version, probe), "--decide-bind-address="+addr)
+		a := newAdopter(s, f.cfg.Consumer, func(version string, addrs []string) []string {
+			decide.Store(addrs[0], addrs[1])
+			return append(args(version, addrs), "--decide-bind-address="+addrs[1])
 		})
+		a.ports = 1
+		return a
 	}
 	libraryGo := func(i int) *Adopter {
 		s := Spec{Name: fmt.Sprintf("idle-librarygo-%02d", i), Version: versionCurrent}
-		return newAdopter(s, idleBin, func(version, probe string) []string {
-			return []string{"--kubeconfig=" + f.kubeconfig, "--release-version=" + version, "--health-probe-bind-address=" + probe}
+		return newAdopter(s, idleBin, func(version string, addrs []string) []string {
+			return []string{"--kubeconfig=" + f.kubeconfig, "--release-version=" + version, "--health-probe-bind-address=" + addrs[0]}
 		})
 	}
 	var out []Cost

@@ -88,11 +88,11 @@ func New(t *testing.T, cfg Config) *Fleet {
 }
 
 // consumerArgs is examples/consumer's command line for spec.
-func (f *Fleet) consumerArgs(s Spec, extra ...string) func(version, probe string) []string {
-	return func(version, probe string) []string {
+func (f *Fleet) consumerArgs(s Spec, extra ...string) func(version string, addrs []string) []string {
+	return func(version string, addrs []string) []string {
 		return append([]string{
 			"--kubeconfig=" + f.kubeconfig,
-			"--health-probe-bind-address=" + probe,
+			"--health-probe-bind-address=" + addrs[0],
 			"--release-version=" + version,
 			"--gate=" + f.Gates.Common,
 			"--watched-gates=" + strings.Join(s.Watched, ","),
