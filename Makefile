@@ -180,6 +180,20 @@ bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not p
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) bench-cluster; else echo "bench: not root: the real-kubelet row is not measured"; fi
 	cd test/bench && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run . -out ../../BENCHMARKS.md -manager ../../bin/manager -kubelet $(call from-bench,$(KUBELET_BENCH))
 
+# The fleet (test/fleet): FLEET_N adopters on one control plane through a
+# TechPreviewNoUpgrade switch, an upgrade, a CustomNoUpgrade gate flip and a
+# stampede, then the idle and busy cost beside library-go's
+# FeatureGateAccess; `make test` runs its 10-adopter restart test.
+FLEET_N ?= 60
+FLEET_SEED ?=
+FLEET_WINDOW ?= 60s
+FLEET_REPORT ?= $(LOCALBIN)/fleet.md
+.PHONY: fleet
+fleet: envtest-assets ## Run the fleet at FLEET_N (60) adopters, FLEET_SEED=n to repeat one: restarts vs library-go, stampede, idle/busy cost into bin/fleet.md and bin/fleet.json (~15 min).
+	@mkdir -p $(LOCALBIN)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 60m -v -run '^TestFleetReport$$' ./test/fleet/ \
+		-args -fleet.n=$(FLEET_N) $(if $(FLEET_SEED),-fleet.seed=$(FLEET_SEED)) -fleet.window=$(FLEET_WINDOW) -fleet.report=$(FLEET_REPORT)
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).
 	@$(call need-root,bench-cluster)

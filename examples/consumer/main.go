@@ -32,6 +32,9 @@ import (
 type flags struct {
 	probeAddr, decideAddr, version, namespace, gate, previewGate string
 	resync, cacheSyncTimeout                                     time.Duration
+	// watchedGates is --watched-gates as given: parseGates reads it.
+	watchedGates    string
+	watchFeatureSet bool
 }
 
 func main() {
@@ -43,6 +46,8 @@ func main() {
 	flag.DurationVar(&f.resync, "resync", time.Minute, "How often each ConfigMap is reconciled again.")
 	flag.StringVar(&f.gate, "gate", "GateA", "The feature gate this operator consumes.")
 	flag.StringVar(&f.previewGate, "preview-gate", "GateB", "The feature gate whose being enabled at startup registers the preview controller.")
+	flag.StringVar(&f.watchedGates, "watched-gates", "", "Comma-separated feature gates whose change restarts the operator (empty: every gate of its version's status entry).")
+	flag.BoolVar(&f.watchFeatureSet, "watch-feature-set", true, "Restart when spec.featureSet changes too (its decisions report the feature set); false restarts only for gate changes, as library-go does.")
 	flag.DurationVar(&f.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller may wait for its cache to sync.")
 	// JSON (not kubebuilder's development console): the keys are the story.
 	opts := zap.Options{}
@@ -61,8 +66,9 @@ func run(f flags) error {
 	ctx := ctrl.SetupSignalHandler()
 	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
 		Version: f.version, EventSource: "consumer",
-		// Its decisions report the feature set: it consumes it.
-		WatchFeatureSet: true,
+		WatchedGates: parseGates(f.watchedGates),
+		// Its decisions report the feature set: by default it consumes it.
+		WatchFeatureSet: f.watchFeatureSet,
 		// Which controllers exist is decided from the snapshot, once read.
 		Setup: setupPreview(configv1.FeatureGateName(f.previewGate)),
 	})

@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// replicas is the fleet size the idle cost is extrapolated to: about the
+// operator replicas of a cluster that adopted the guard everywhere.
+const replicas = 180
+
+// Report is what `make fleet` writes, as Markdown and as JSON.
+type Report struct {
+	Seed     uint64        `json:"seed"`
+	N        int           `json:"n"`
+	Settle   time.Duration `json:"settle"`
+	Adopters []Spec        `json:"adopters"`
+	Phases   []Phase       `json:"phases"`
+	Stampede Stampede      `json:"stampede"`
+	Costs    []Cost        `json:"costs"`
+	Failures []string      `json:"failures,omitempty"`
+	Measured time.Time     `json:"measured"`
+}
+
+// Write writes the Markdown to path and the JSON beside it (.json).
+func (r Report) Write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".json", data, 0o644); err != nil {
+		return fmt.Errorf("write fleet JSON: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(r.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("write fleet report: %w", err)
+	}
+	return nil
+}
+
+// Markdown is the "Fleet" section of BENCHMARKS.md.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Fprintf(&b, "## Fleet\n\n")
+	fmt.Fprintf(&b, "%d adopters (examples/consumer, each under a kubelet-like loop that starts a process again the moment it exits) on one etcd + kube-apiserver, 2 CPUs; seed %d (`make fleet FLEET_N=%d FLEET_SEED=%d` repeats it); measured %s.\n",
+		r.N, r.Seed, r.N, r.Seed, r.Measured.UTC().Format("2006-01-02 15:04 MST"))
+	versions := map[string]int{}
+	all, fs := 0, 0
+	for _, s := range r.Adopters {
+		versions[s.Version]++
+		if len(s.Watched) == 0 {
+			all++
+		}
+		if s.WatchFeatureSet {
+			fs++
+		}
+	}
+	fmt.Fprintf(&b, "Versions %v; %d adopters consume every gate, the others 1-3 of the 40 gates; %d watch the feature set.\n\n", versions, all, fs)
+	if len(r.Failures) > 0 {
+		fmt.Fprintf(&b, "**Failures:** %s\n\n", strings.Join(r.Failures, "; "))
+	}
+
+	b.WriteString("### Restarts per change, guard vs library-go's rule\n\n")
+	b.WriteString("library-go's FeatureGateAccess restarts once per status write that changes its version's enabled or disabled list, whatever spec.featureSet says. Settled: all Ready and no start or exit for " + ms(r.Settle) + ".\n\n")
+	b.WriteString(restartTable(r.Phases))
+	b.WriteString("\n| change | writes | settled after |\n|---|---|---:|\n")
+	for _, ph := range r.Phases {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", ph.Name, strings.Join(ph.Writes, "; "), ms(ph.Settled))
+	}
+
+	s := r.Stampede
+	b.WriteString("\n### Stampede: a gate every adopter consumes flipped\n\n")
+	b.WriteString("spec.customNoUpgrade write, then one status write rewriting every entry; times from that status write. Ready polled every 100 ms per adopter; API latency by a GET of a Namespace every 50 ms on a client of its own.\n\n")
+	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| restarts (guard / library-go's rule) | %d / %d |\n", s.Phase.Guard, s.Phase.LibraryGo)
+	fmt.Fprintf(&b, "| write → every adopter Ready again (p100) | %s |\n", ms(s.AllReady))
+	fmt.Fprintf(&b, "| write → adopter Ready again | %s |\n", s.Ready)
+	fmt.Fprintf(&b, "| write → detection line | %s |\n", s.Detect)
+	fmt.Fprintf(&b, "| exit tail: detection line → process exit | %s |\n", s.Tail)
+	fmt.Fprintf(&b, "| exit → replacement Ready | %s |\n", s.Start)
+	fmt.Fprintf(&b, "| API GET latency during the stampede | %s |\n", s.API)
+	fmt.Fprintf(&b, "| API GET latency before it | %s |\n", s.Baseline)
+	fmt.Fprintf(&b, "| API GETs failed | %d |\n", s.APIFails)
+	fmt.Fprintf(&b, "| freshness lapses logged by the replacements (target 0) | %d |\n", s.Lapses)
+	if len(s.LapseLines) > 0 {
+		fmt.Fprintf(&b, "\nThe replacements' lapses (first %d):\n\n```text\n%s\n```\n", len(s.LapseLines), strings.Join(s.LapseLines, "\n"))
+	}
+	fmt.Fprintf(&b, "\nThe slowest exit tail, %s, from its detection line to its exit:\n\n```text\n%s\n```\n", s.SlowTailName, strings.Join(s.SlowTail, "\n"))
+
+	b.WriteString("\n### Idle and busy cost on the API server, guard vs library-go\n\n")
+	b.WriteString("etcd + kube-apiserver CPU from /proc over the window (the harness's own requests are not in it), after a 10 s warm-up; per adopter-hour above the baseline, and extrapolated to 180 replicas. RSS is the adopters' mean.\n\n")
+	b.WriteString("| phase | adopters | window | etcd + apiserver CPU | s per adopter-hour | cores at 180 replicas | adopter CPU, s per hour each | adopter RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	var base Cost
+	for _, c := range r.Costs {
+		if c.N == 0 {
+			base = c
+		}
+	}
+	for _, c := range r.Costs {
+		per, cores, self, rss := "-", "-", "-", "-"
+		if c.N > 0 {
+			per = fmt.Sprintf("%.1f", c.perProcessHour(base))
+			cores = fmt.Sprintf("%.3f", c.cores(base, replicas))
+			self = fmt.Sprintf("%.1f", c.AdopterCPU.Seconds()/float64(c.N)/c.Window.Hours())
+			rss = fmt.Sprintf("%.1f MiB", float64(c.RSSKiB)/1024)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", c.Name, c.N, c.Window, ms(c.ServerCPU), per, cores, self, rss)
+		if c.Decide200+c.Decide503+c.DecideErr > 0 {
+			fmt.Fprintf(&b, "| ↳ /decide answers | | | 200: %d | 503: %d | failed: %d | | |\n", c.Decide200, c.Decide503, c.DecideErr)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,49 @@
+package fleet
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestFleetReport is `make fleet`: the restart changes (asserted as in
+// TestFleetRestarts), a stampede and the idle and busy cost, written to
+// -fleet.report. A failed assertion still writes the report, with the
+// failures in it.
+func TestFleetReport(t *testing.T) {
+	if *flagReport == "" {
+		t.Skip("-fleet.report not set (make fleet sets it)")
+	}
+	path, err := filepath.Abs(*flagReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New(t, Config{N: *flagN, Seed: seed(t), Settle: *flagSettle, Consumer: bins.consumer})
+	r := Report{Seed: f.cfg.Seed, N: f.cfg.N, Settle: f.cfg.Settle, Measured: time.Now()}
+	for _, a := range f.Adopters {
+		r.Adopters = append(r.Adopters, a.Spec)
+	}
+	defer func() {
+		if err := r.Write(path); err != nil {
+			t.Error(err)
+		}
+		t.Logf("report written to %s", path)
+	}()
+	r.Phases = f.restartPhases(t)
+	t.Logf("restarts per change:\n%s", restartTable(r.Phases))
+	assertTargets(t, r.Phases)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	if r.Stampede, err = f.Stampede(ctx); err != nil {
+		r.Failures = append(r.Failures, "stampede: "+err.Error())
+		f.fail(t, "stampede", err)
+	}
+	t.Logf("stampede: all Ready %s after the write; tail %s; API %s; lapses %d", r.Stampede.AllReady, r.Stampede.Tail, r.Stampede.API, r.Stampede.Lapses)
+	f.StopAll()
+	if r.Costs, err = f.Costs(ctx, bins.idle, f.cfg.N, *flagWindow); err != nil {
+		r.Failures = append(r.Failures, "cost: "+err.Error())
+		t.Fatalf("cost: %v", err)
+	}
+}

@@ -1,0 +1,225 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/test/framework/harness"
+)
+
+const (
+	// proberInterval is the pace of the API latency prober.
+	proberInterval = 50 * time.Millisecond
+	// maxLapseLines bounds the lapse lines the report keeps.
+	maxLapseLines = 10
+)
+
+// Stampede is what a change that restarts every adopter costs.
+type Stampede struct {
+	Phase Phase `json:"phase"`
+	// AllReady is the time from the status write that restarts the fleet
+	// until every adopter is Ready again (p100 of Ready).
+	AllReady time.Duration `json:"allReady"`
+	// Ready, Detect, Tail and Start are per adopter: write → Ready again,
+	// write → its detection line, detection → process exit (the exit
+	// tail), exit → replacement Ready.
+	Ready  Dist `json:"ready"`
+	Detect Dist `json:"detect"`
+	Tail   Dist `json:"tail"`
+	Start  Dist `json:"start"`
+	// API is the prober's GET latency from the write until all Ready, and
+	// Baseline the same before the spec write.
+	API      Dist `json:"api"`
+	Baseline Dist `json:"baseline"`
+	APIFails int  `json:"apiFails"`
+	// Lapses counts freshness lapses the replacements logged until settled;
+	// LapseLines holds the first few, with their adopter, to attribute them.
+	Lapses     int      `json:"lapses"`
+	LapseLines []string `json:"lapseLines,omitempty"`
+	// SlowTail is the slowest adopter's lines from detection to exit.
+	SlowTail     []string `json:"slowTail"`
+	SlowTailName string   `json:"slowTailName"`
+}
+
+// prober GETs a small object every proberInterval on a client of its
+// own, recording each latency with its start.
+type prober struct {
+	mu      sync.Mutex
+	samples []sample
+	fails   int
+}
+
+type sample struct {
+	at  time.Time
+	lat time.Duration
+}
+
+func (p *prober) run(ctx context.Context, c client.Client) {
+	t := time.NewTicker(proberInterval)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := c.Get(rctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
+		cancel()
+		p.mu.Lock()
+		if err != nil && ctx.Err() == nil {
+			p.fails++
+		} else if err == nil {
+			p.samples = append(p.samples, sample{start, time.Since(start)})
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *prober) between(from, to time.Time) Dist {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ds []time.Duration
+	for _, s := range p.samples {
+		if !s.at.Before(from) && s.at.Before(to) {
+			ds = append(ds, s.lat)
+		}
+	}
+	return summarize(ds)
+}
+
+// Stampede flips Common, which every adopter consumes, in
+// spec.customNoUpgrade and then rewrites every entry in one status write
+// (0.5-3 s later, seeded): every adopter restarts at that write. It
+// measures from the status write.
+func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
+	var st Stampede
+	c, err := harness.NewClient(f.cp.Config, 5*time.Second)
+	if err != nil {
+		return st, fmt.Errorf("prober client: %w", err)
+	}
+	pctx, stopProber := context.WithCancel(ctx)
+	defer stopProber()
+	pr := &prober{}
+	go pr.run(pctx, c)
+	// A second of quiet first: the baseline latency.
+	if err := pace(ctx, 2*time.Second); err != nil {
+		return st, err
+	}
+	before := map[*Adopter]int{}
+	for _, a := range f.Adopters {
+		before[a] = a.Starts()
+	}
+	var write time.Time
+	var readyAt sync.Map
+	ph, err := f.run(ctx, "stampede: "+f.Gates.Common+" (consumed by all) flipped", func(ctx context.Context, log func(string)) error {
+		ce, cd, enabled := f.flipped(f.Gates.Common)
+		if err := f.writeSpec(ctx, "CustomNoUpgrade", ce, cd); err != nil {
+			return err
+		}
+		log("spec: flip " + f.Gates.Common)
+		st.Baseline = pr.between(time.Time{}, time.Now())
+		if err := pace(ctx, offsets(f.rng, []string{"all"})[0].after); err != nil {
+			return err
+		}
+		write = time.Now() // when the request is sent: the detections follow it
+		err := f.writeEntries(ctx, func(e map[string]Entry) {
+			for v := range e {
+				e[v] = Entry{Enabled: enabled.Clone()}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		log("status: every entry rewritten")
+		// Each adopter's replacement, polled for Ready as a kubelet's probe
+		// would, every 100 ms (the p100's resolution).
+		var wg sync.WaitGroup
+		for _, a := range f.Adopters {
+			wg.Go(func() {
+				_ = poll(ctx, f.settleTimeout(), 100*time.Millisecond, func() (bool, string) {
+					if a.Starts() > before[a] && a.Ready() {
+						readyAt.Store(a, time.Now())
+						return true, ""
+					}
+					return false, ""
+				})
+			})
+		}
+		wg.Wait()
+		return nil
+	})
+	st.Phase = ph
+	if err != nil {
+		return st, err
+	}
+	var ready, detect, tail, start []time.Duration
+	var slowest time.Duration
+	for _, a := range f.Adopters {
+		r, ok := readyAt.Load(a)
+		if !ok {
+			return st, fmt.Errorf("%s: no replacement Ready", a.Spec.Name)
+		}
+		ready = append(ready, r.(time.Time).Sub(write))
+		st.AllReady = max(st.AllReady, r.(time.Time).Sub(write))
+		for _, e := range a.Exits() {
+			if !e.Restart() || e.At.Before(write.Add(-5*time.Second)) {
+				continue
+			}
+			lines := e.Process.Log.Lines()
+			i := indexOf(lines, detected)
+			if i < 0 {
+				return st, fmt.Errorf("%s pid %d exited 0 with no detection line", a.Spec.Name, e.Process.Pid())
+			}
+			d := lines[i].At()
+			detect = append(detect, d.Sub(write))
+			tail = append(tail, e.At.Sub(d))
+			start = append(start, r.(time.Time).Sub(e.At))
+			if t := e.At.Sub(d); t >= slowest {
+				slowest, st.SlowTailName, st.SlowTail = t, fmt.Sprintf("%s (pid %d)", a.Spec.Name, e.Process.Pid()), raw(lines[i:])
+			}
+		}
+		for _, p := range a.Processes() {
+			if !p.Started().After(write) {
+				continue
+			}
+			for _, l := range p.Log.Lines() {
+				if lapsed.Matches(l) {
+					st.Lapses++
+					if len(st.LapseLines) < maxLapseLines {
+						st.LapseLines = append(st.LapseLines, a.Spec.Name+": "+l.Raw)
+					}
+				}
+			}
+		}
+	}
+	st.Ready, st.Detect, st.Tail, st.Start = summarize(ready), summarize(detect), summarize(tail), summarize(start)
+	st.API = pr.between(write, write.Add(st.AllReady))
+	pr.mu.Lock()
+	st.APIFails = pr.fails
+	pr.mu.Unlock()
+	return st, nil
+}
+
+func indexOf(lines []harness.Line, m harness.Match) int {
+	for i, l := range lines {
+		if m.Matches(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+func raw(lines []harness.Line) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.Raw
+	}
+	return out
+}

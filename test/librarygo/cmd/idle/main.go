@@ -1,0 +1,115 @@
+// Command idle runs library-go's FeatureGateAccess as a library-go
+// operator does, and then does nothing else: the library-go side of the
+// fleet harness's idle cost (test/fleet), measured against the guard's
+// idle adopters (examples/consumer with no ConfigMaps) on the same API
+// server. Its load on the API server is the config informers' (a list and
+// a watch of FeatureGates and ClusterVersions) and nothing more, which is
+// what every library-go operator pays for its feature gates.
+//
+// It exits 0 when the enabled or disabled gates of its version change
+// (library-go's ForceExit, the default change handler), 1 when the first
+// gates are not observed within -initial-timeout, and 0 on SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	configinformers "github.com/openshift/client-go/config/informers/externalversions"
+	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+)
+
+// missingVersionMarker is the placeholder OpenShift builds carry until the
+// payload substitutes the release version.
+const missingVersionMarker = "0.0.1-snapshot"
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "Path of the kubeconfig.")
+	version := flag.String("release-version", "", "Release version whose status.featureGates entry is read.")
+	resync := flag.Duration("resync", 10*time.Minute, "Resync period of the config informers (library-go operators use 10 minutes).")
+	initialTimeout := flag.Duration("initial-timeout", time.Minute, "How long to wait for the first gates, as library-go's documented construct does.")
+	probeAddr := flag.String("health-probe-bind-address", "0", `Address of /readyz, 200 once the first gates are observed ("0": not served).`)
+	flag.Parse()
+	if err := run(*kubeconfig, *version, *probeAddr, *resync, *initialTimeout); err != nil {
+		fmt.Fprintln(os.Stderr, "idle:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, version, probeAddr string, resync, initialTimeout time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	client, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("config client: %w", err)
+	}
+	informers := configinformers.NewSharedInformerFactory(client, resync)
+	access := featuregates.NewFeatureGateAccess(version, missingVersionMarker,
+		informers.Config().V1().ClusterVersions(), informers.Config().V1().FeatureGates(),
+		events.NewLoggingEventRecorder("idle", clock.RealClock{}))
+	go access.Run(ctx)
+	informers.Start(ctx.Done())
+
+	timeout := time.NewTimer(initialTimeout)
+	defer timeout.Stop()
+	select {
+	case <-access.InitialFeatureGatesObserved():
+	case <-timeout.C:
+		return fmt.Errorf("initial feature gates not observed within %s", initialTimeout)
+	case <-ctx.Done():
+		return nil
+	}
+	gates, err := access.CurrentFeatureGates()
+	if err != nil {
+		return fmt.Errorf("current feature gates: %w", err)
+	}
+	fmt.Printf("{\"msg\":\"Feature gates observed\",\"ts\":%q,\"known\":%d}\n", time.Now().Format(time.RFC3339Nano), len(gates.KnownFeatures()))
+	if probeAddr != "0" {
+		if err := serveReady(ctx, probeAddr); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// serveReady answers /readyz with 200 from now on: the gates are known.
+func serveReady(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "idle: serve /readyz:", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return nil
+}
