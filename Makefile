@@ -189,10 +189,10 @@ FLEET_SEED ?=
 FLEET_WINDOW ?= 60s
 FLEET_REPORT ?= $(LOCALBIN)/fleet.md
 .PHONY: fleet
-fleet: envtest-assets ## Run the fleet at FLEET_N (60) adopters, FLEET_SEED=n to repeat one: restarts vs library-go, stampede, idle/busy cost into bin/fleet.md and bin/fleet.json (~15 min).
+fleet: envtest-assets ## Run the fleet at FLEET_N (60) adopters, FLEET_SEED=n to repeat one: restarts vs library-go, stampede, idle/busy cost into bin/fleet.md and bin/fleet.json, and (when it passes) BENCHMARKS.md's Fleet section (~15 min).
 	@mkdir -p $(LOCALBIN)
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 60m -v -run '^TestFleetReport$$' ./test/fleet/ \
-		-args -fleet.n=$(FLEET_N) $(if $(FLEET_SEED),-fleet.seed=$(FLEET_SEED)) -fleet.window=$(FLEET_WINDOW) -fleet.report=$(FLEET_REPORT)
+		-args -fleet.n=$(FLEET_N) $(if $(FLEET_SEED),-fleet.seed=$(FLEET_SEED)) -fleet.window=$(FLEET_WINDOW) -fleet.report=$(FLEET_REPORT) -fleet.benchmarks=$(CURDIR)/BENCHMARKS.md
 
 .PHONY: bench-cluster
 bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).

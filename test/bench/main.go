@@ -43,6 +43,7 @@ import (
 
 	"github.com/featuregate-operator/operator/test/framework/controlplane"
 	"github.com/featuregate-operator/operator/test/framework/harness"
+	"github.com/featuregate-operator/operator/test/framework/mdsection"
 )
 
 // The FeatureGate the benchmarks change: status carries an entry for
@@ -212,7 +213,14 @@ func run(o options) int {
 		fmt.Fprintln(os.Stderr, "bench: chart:", err)
 		code = 1
 	}
-	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+	doc := rep.markdown()
+	// The Fleet section is `make fleet`'s: kept as it was measured.
+	if old, err := os.ReadFile(o.out); err == nil {
+		if fleet := mdsection.Get(string(old), "Fleet"); fleet != "" {
+			doc = mdsection.Put(doc, "Fleet", fleet)
+		}
+	}
+	if err := os.WriteFile(o.out, []byte(doc), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}

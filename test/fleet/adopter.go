@@ -3,8 +3,10 @@ package fleet
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/featuregate-operator/operator/test/framework/harness"
@@ -45,6 +47,14 @@ type Adopter struct {
 	argv  func(version string, addrs []string) []string
 	ports int
 	bin   string
+	// host is the adopter's own loopback address: its ports are fixed on
+	// it, so no other process's ephemeral port can take one between two
+	// starts (a port drawn free and released is up for grabs again among
+	// sixty processes' client connections).
+	host string
+	// libraryGo is set for library-go's FeatureGateAccess: it logs no
+	// detection line, and exits at once.
+	libraryGo bool
 
 	mu          sync.Mutex
 	version     string
@@ -60,8 +70,24 @@ type Adopter struct {
 }
 
 func newAdopter(spec Spec, bin string, argv func(version string, addrs []string) []string) *Adopter {
-	return &Adopter{Spec: spec, bin: bin, argv: argv, version: spec.Version}
+	return &Adopter{Spec: spec, bin: bin, argv: argv, version: spec.Version, host: nextHost()}
 }
+
+// hosts counts the loopback addresses handed out; every address of
+// 127.0.0.0/8 reaches the loopback interface on Linux.
+var hosts atomic.Uint32
+
+// nextHost is a loopback address no other adopter of this process uses,
+// from 127.1.0.1 on (127.0.0.1 stays the harness's and the control
+// plane's).
+func nextHost() string {
+	n := hosts.Add(1)
+	return fmt.Sprintf("127.1.%d.%d", n/250, n%250+1)
+}
+
+// basePort is the first of an adopter's fixed ports on its host, below
+// Linux's ephemeral range (32768 on), so no client connection takes it.
+const basePort = 18080
 
 // Run starts the loop; Stop ends it.
 func (a *Adopter) Run() {
@@ -113,27 +139,11 @@ func (a *Adopter) loop() {
 }
 
 func (a *Adopter) start(version string) (*harness.Process, error) {
-	addrs, err := freeAddrs(1 + a.ports)
-	if err != nil {
-		return nil, fmt.Errorf("%s: free ports: %w", a.Spec.Name, err)
+	addrs := make([]string, 1+a.ports)
+	for i := range addrs {
+		addrs[i] = net.JoinHostPort(a.host, strconv.Itoa(basePort+i))
 	}
 	return harness.Start(harness.Options{Name: a.Spec.Name, Path: a.bin, Probe: addrs[0], Args: a.argv(version, addrs)})
-}
-
-// freeAddrs is n loopback addresses nobody listens on, all different: the
-// listeners are held until every port is known (one harness.FreePort after
-// another may hand out the same port twice).
-func freeAddrs(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
 }
 
 // lastLines is the last n lines of p's output, for an error.

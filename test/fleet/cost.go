@@ -76,10 +76,7 @@ func (f *Fleet) Costs(ctx context.Context, idleBin string, n int, window time.Du
 		return a
 	}
 	libraryGo := func(i int) *Adopter {
-		s := Spec{Name: fmt.Sprintf("idle-librarygo-%02d", i), Version: versionCurrent}
-		return newAdopter(s, idleBin, func(version string, addrs []string) []string {
-			return []string{"--kubeconfig=" + f.kubeconfig, "--release-version=" + version, "--health-probe-bind-address=" + addrs[0]}
-		})
+		return f.libraryGoAdopter(idleBin, Spec{Name: fmt.Sprintf("idle-librarygo-%02d", i), Version: versionCurrent})
 	}
 	var out []Cost
 	for _, kind := range []struct {
@@ -205,5 +202,27 @@ func askEvery(ctx context.Context, url string) map[int]int {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		codes[resp.StatusCode]++
+	}
+}
+
+// libraryGoAdopter runs test/librarygo's idle program (library-go's
+// FeatureGateAccess, which consumes every gate of its version's entry and
+// exits 0 at once when it changes) under the adopter loop.
+func (f *Fleet) libraryGoAdopter(idleBin string, s Spec) *Adopter {
+	s.Watched, s.WatchFeatureSet = nil, false
+	a := newAdopter(s, idleBin, func(version string, addrs []string) []string {
+		return []string{"--kubeconfig=" + f.kubeconfig, "--release-version=" + version, "--health-probe-bind-address=" + addrs[0]}
+	})
+	a.libraryGo = true
+	return a
+}
+
+// AsLibraryGo replaces the stopped fleet's adopters by library-go ones on
+// the same versions, for the same measurements on library-go's rule.
+func (f *Fleet) AsLibraryGo(idleBin string) {
+	for i, a := range f.Adopters {
+		s := a.Spec
+		s.Name, s.Version = "librarygo-"+s.Name, a.Version()
+		f.Adopters[i] = f.libraryGoAdopter(idleBin, s)
 	}
 }

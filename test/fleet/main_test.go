@@ -18,11 +18,12 @@ import (
 )
 
 var (
-	flagN      = flag.Int("fleet.n", envInt("FLEET_N", 10), "Adopters in the fleet (env FLEET_N).")
-	flagSeed   = flag.Uint64("fleet.seed", uint64(envInt("FLEET_SEED", 0)), "Seed of the plan and the writes' pace; 0 draws one (env FLEET_SEED). Printed either way.")
-	flagSettle = flag.Duration("fleet.settle", 4*time.Second, "How long the fleet must be Ready with no start or exit for a change to count as settled.")
-	flagReport = flag.String("fleet.report", "", "Markdown report path (JSON beside it): runs TestFleetReport, skipped otherwise.")
-	flagWindow = flag.Duration("fleet.window", 60*time.Second, "CPU measurement window of each idle and busy phase (TestFleetReport).")
+	flagN          = flag.Int("fleet.n", 10, "Adopters in the fleet (make fleet passes FLEET_N; the test in make test runs 10).")
+	flagSeed       = flag.Uint64("fleet.seed", uint64(envInt("FLEET_SEED", 0)), "Seed of the plan and the writes' pace; 0 draws one (env FLEET_SEED). Printed either way.")
+	flagSettle     = flag.Duration("fleet.settle", 4*time.Second, "How long the fleet must be Ready with no start or exit for a change to count as settled.")
+	flagReport     = flag.String("fleet.report", "", "Markdown report path (JSON beside it): runs TestFleetReport, skipped otherwise.")
+	flagBenchmarks = flag.String("fleet.benchmarks", "", "Report whose Fleet section a passing TestFleetReport replaces (make fleet: BENCHMARKS.md).")
+	flagWindow     = flag.Duration("fleet.window", 60*time.Second, "CPU measurement window of each idle and busy phase (TestFleetReport).")
 )
 
 func envInt(name string, def int) int {

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
+
+	"github.com/featuregate-operator/operator/test/framework/mdsection"
 )
 
 // replicas is the fleet size the idle cost is extrapolated to: about the
@@ -20,9 +23,47 @@ type Report struct {
 	Adopters []Spec        `json:"adopters"`
 	Phases   []Phase       `json:"phases"`
 	Stampede Stampede      `json:"stampede"`
-	Costs    []Cost        `json:"costs"`
-	Failures []string      `json:"failures,omitempty"`
-	Measured time.Time     `json:"measured"`
+	// LibraryGoStampede is the same stampede with library-go's
+	// FeatureGateAccess in every adopter's place.
+	LibraryGoStampede Stampede  `json:"libraryGoStampede"`
+	Costs             []Cost    `json:"costs"`
+	Failures          []string  `json:"failures,omitempty"`
+	Measured          time.Time `json:"measured"`
+}
+
+// readyChart draws, for each half second since the write, how many of n
+// adopters were Ready again by then: the stampede's recovery at a glance.
+func readyChart(ready []time.Duration, n int) string {
+	if len(ready) == 0 || n == 0 {
+		return ""
+	}
+	const step, width = 500 * time.Millisecond, 40
+	var b strings.Builder
+	for t := step; ; t += step {
+		k := 0
+		for _, r := range ready {
+			if r <= t {
+				k++
+			}
+		}
+		fmt.Fprintf(&b, "%5.1fs |%-*s| %d/%d\n", t.Seconds(), width, strings.Repeat("#", k*width/n), k, n)
+		if k == len(ready) {
+			return b.String()
+		}
+	}
+}
+
+// Splice puts the Markdown as the Fleet section of the report at path
+// (BENCHMARKS.md), keeping every other section.
+func (r Report) Splice(path string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s to splice the Fleet section: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(mdsection.Put(string(old), "Fleet", r.Markdown())), 0o644); err != nil {
+		return fmt.Errorf("splice the Fleet section into %s: %w", path, err)
+	}
+	return nil
 }
 
 // Write writes the Markdown to path and the JSON beside it (.json).
@@ -74,17 +115,26 @@ func (r Report) Markdown() string {
 	s := r.Stampede
 	b.WriteString("\n### Stampede: a gate every adopter consumes flipped\n\n")
 	b.WriteString("spec.customNoUpgrade write, then one status write rewriting every entry; times from that status write. Ready polled every 100 ms per adopter; API latency by a GET of a Namespace every 50 ms on a client of its own.\n\n")
-	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
-	fmt.Fprintf(&b, "| restarts (guard / library-go's rule) | %d / %d |\n", s.Phase.Guard, s.Phase.LibraryGo)
-	fmt.Fprintf(&b, "| write → every adopter Ready again (p100) | %s |\n", ms(s.AllReady))
-	fmt.Fprintf(&b, "| write → adopter Ready again | %s |\n", s.Ready)
-	fmt.Fprintf(&b, "| write → detection line | %s |\n", s.Detect)
-	fmt.Fprintf(&b, "| exit tail: detection line → process exit | %s |\n", s.Tail)
-	fmt.Fprintf(&b, "| exit → replacement Ready | %s |\n", s.Start)
-	fmt.Fprintf(&b, "| API GET latency during the stampede | %s |\n", s.API)
-	fmt.Fprintf(&b, "| API GET latency before it | %s |\n", s.Baseline)
-	fmt.Fprintf(&b, "| API GETs failed | %d |\n", s.APIFails)
-	fmt.Fprintf(&b, "| freshness lapses logged by the replacements (target 0) | %d |\n", s.Lapses)
+	l := r.LibraryGoStampede
+	b.WriteString("The same stampede with library-go's FeatureGateAccess (test/librarygo/cmd/idle: it exits 0 at once, logging no detection line) in every adopter's place, on the same versions, is the right column.\n\n")
+	fmt.Fprintf(&b, "| measure | guard | library-go |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| restarts (measured / library-go's rule) | %d / %d | %d / %d |\n", s.Phase.Guard, s.Phase.LibraryGo, l.Phase.Guard, l.Phase.LibraryGo)
+	fmt.Fprintf(&b, "| write → every adopter Ready again (p100) | %s | %s |\n", ms(s.AllReady), ms(l.AllReady))
+	fmt.Fprintf(&b, "| write → adopter Ready again | %s | %s |\n", s.Ready, l.Ready)
+	fmt.Fprintf(&b, "| write → detection line | %s | - |\n", s.Detect)
+	fmt.Fprintf(&b, "| exit tail: detection line → process exit | %s | - |\n", s.Tail)
+	fmt.Fprintf(&b, "| exit → replacement Ready | %s | %s |\n", s.Start, l.Start)
+	fmt.Fprintf(&b, "| API GET latency during the stampede | %s | %s |\n", s.API, l.API)
+	fmt.Fprintf(&b, "| API GET latency before it | %s | %s |\n", s.Baseline, l.Baseline)
+	fmt.Fprintf(&b, "| API GETs failed | %d | %d |\n", s.APIFails, l.APIFails)
+	fmt.Fprintf(&b, "| freshness lapses logged by the replacements (target 0) | %d | - |\n", s.Lapses)
+	fmt.Fprintf(&b, "| CPU busy during it (all processes, of %d cores) | %.0f%% | %.0f%% |\n", runtime.NumCPU(), s.Busy*100, l.Busy*100)
+	if c := readyChart(s.ReadyTimes, r.N); c != "" {
+		fmt.Fprintf(&b, "\nGuard adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
+	}
+	if c := readyChart(l.ReadyTimes, r.N); c != "" {
+		fmt.Fprintf(&b, "\nlibrary-go adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
+	}
 	if len(s.LapseLines) > 0 {
 		fmt.Fprintf(&b, "\nThe replacements' lapses (first %d):\n\n```text\n%s\n```\n", len(s.LapseLines), strings.Join(s.LapseLines, "\n"))
 	}

@@ -29,6 +29,12 @@ func TestFleetReport(t *testing.T) {
 			t.Error(err)
 		}
 		t.Logf("report written to %s", path)
+		if *flagBenchmarks != "" && len(r.Failures) == 0 && !t.Failed() {
+			if err := r.Splice(*flagBenchmarks); err != nil {
+				t.Error(err)
+			}
+			t.Logf("Fleet section of %s replaced", *flagBenchmarks)
+		}
 	}()
 	r.Phases = f.restartPhases(t)
 	t.Logf("restarts per change:\n%s", restartTable(r.Phases))
@@ -40,10 +46,33 @@ func TestFleetReport(t *testing.T) {
 		r.Failures = append(r.Failures, "stampede: "+err.Error())
 		f.fail(t, "stampede", err)
 	}
-	t.Logf("stampede: all Ready %s after the write; tail %s; API %s; lapses %d", r.Stampede.AllReady, r.Stampede.Tail, r.Stampede.API, r.Stampede.Lapses)
+	t.Logf("stampede: all Ready %s after the write; tail %s; API %s; lapses %d; CPU busy %.0f%%", r.Stampede.AllReady, r.Stampede.Tail, r.Stampede.API, r.Stampede.Lapses, r.Stampede.Busy*100)
+	// The same stampede on library-go's FeatureGateAccess, for scale.
+	f.StopAll()
+	f.AsLibraryGo(bins.idle)
+	f.Start()
+	if err := f.Settle(ctx); err != nil {
+		r.Failures = append(r.Failures, "library-go fleet: "+err.Error())
+		f.fail(t, "library-go fleet", err)
+	}
+	if r.LibraryGoStampede, err = f.Stampede(ctx); err != nil {
+		r.Failures = append(r.Failures, "library-go stampede: "+err.Error())
+		f.fail(t, "library-go stampede", err)
+	}
+	t.Logf("library-go stampede: all Ready %s after the write; API %s; CPU busy %.0f%%", r.LibraryGoStampede.AllReady, r.LibraryGoStampede.API, r.LibraryGoStampede.Busy*100)
 	f.StopAll()
 	if r.Costs, err = f.Costs(ctx, bins.idle, f.cfg.N, *flagWindow); err != nil {
 		r.Failures = append(r.Failures, "cost: "+err.Error())
 		t.Fatalf("cost: %v", err)
+	}
+}
+
+func TestReadyChartCountsAdoptersByHalfSecond(t *testing.T) {
+	got := readyChart([]time.Duration{300 * time.Millisecond, 900 * time.Millisecond, 1200 * time.Millisecond, 1200 * time.Millisecond}, 4)
+	want := "  0.5s |##########                              | 1/4\n" +
+		"  1.0s |####################                    | 2/4\n" +
+		"  1.5s |########################################| 4/4\n"
+	if got != want {
+		t.Fatalf("chart:\n%s\nwant\n%s", got, want)
 	}
 }

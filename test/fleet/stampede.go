@@ -3,6 +3,9 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,10 +31,12 @@ type Stampede struct {
 	// Ready, Detect, Tail and Start are per adopter: write → Ready again,
 	// write → its detection line, detection → process exit (the exit
 	// tail), exit → replacement Ready.
-	Ready  Dist `json:"ready"`
-	Detect Dist `json:"detect"`
-	Tail   Dist `json:"tail"`
-	Start  Dist `json:"start"`
+	Ready Dist `json:"ready"`
+	// ReadyTimes is write → Ready again of every adopter, for the chart.
+	ReadyTimes []time.Duration `json:"readyTimes"`
+	Detect     Dist            `json:"detect"`
+	Tail       Dist            `json:"tail"`
+	Start      Dist            `json:"start"`
 	// API is the prober's GET latency from the write until all Ready, and
 	// Baseline the same before the spec write.
 	API      Dist `json:"api"`
@@ -44,6 +49,35 @@ type Stampede struct {
 	// SlowTail is the slowest adopter's lines from detection to exit.
 	SlowTail     []string `json:"slowTail"`
 	SlowTailName string   `json:"slowTailName"`
+	// Busy is the share of the machine's CPU time spent busy from the
+	// write until every adopter was Ready: near 1, the stampede waited for
+	// CPU, not for the API.
+	Busy float64 `json:"busy"`
+}
+
+// machineCPU is the busy and total CPU time of the machine so far, in
+// clock ticks, from /proc/stat's first line.
+func machineCPU() (busy, total uint64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, nil
 }
 
 // prober GETs a small object every proberInterval on a client of its
@@ -129,6 +163,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			return err
 		}
 		write = time.Now() // when the request is sent: the detections follow it
+		busy0, total0, cpuErr := machineCPU()
 		err := f.writeEntries(ctx, func(e map[string]Entry) {
 			for v := range e {
 				e[v] = Entry{Enabled: enabled.Clone()}
@@ -153,6 +188,9 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			})
 		}
 		wg.Wait()
+		if busy1, total1, err := machineCPU(); err == nil && cpuErr == nil && total1 > total0 {
+			st.Busy = float64(busy1-busy0) / float64(total1-total0)
+		}
 		return nil
 	})
 	st.Phase = ph
@@ -172,6 +210,10 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			if !e.Restart() || e.At.Before(write.Add(-5*time.Second)) {
 				continue
 			}
+			start = append(start, r.(time.Time).Sub(e.At))
+			if a.libraryGo {
+				continue
+			}
 			lines := e.Process.Log.Lines()
 			i := indexOf(lines, detected)
 			if i < 0 {
@@ -180,7 +222,6 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			d := lines[i].At()
 			detect = append(detect, d.Sub(write))
 			tail = append(tail, e.At.Sub(d))
-			start = append(start, r.(time.Time).Sub(e.At))
 			if t := e.At.Sub(d); t >= slowest {
 				slowest, st.SlowTailName, st.SlowTail = t, fmt.Sprintf("%s (pid %d)", a.Spec.Name, e.Process.Pid()), raw(lines[i:])
 			}
@@ -200,6 +241,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		}
 	}
 	st.Ready, st.Detect, st.Tail, st.Start = summarize(ready), summarize(detect), summarize(tail), summarize(start)
+	st.ReadyTimes = ready
 	st.API = pr.between(write, write.Add(st.AllReady))
 	pr.mu.Lock()
 	st.APIFails = pr.fails
