@@ -195,6 +195,15 @@ func (a *Adopter) Current() *harness.Process {
 	return a.proc
 }
 
+// DecideURL is the /decide of the adopter's process, whichever runs: its
+// ports are fixed on its host. Empty for an adopter that serves none.
+func (a *Adopter) DecideURL() string {
+	if a.ports < 1 || a.libraryGo {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(a.host, strconv.Itoa(basePort+1)) + "/decide"
+}
+
 // Ready reports whether the latest process runs and answers /readyz 200.
 func (a *Adopter) Ready() bool {
 	p := a.Current()

@@ -182,8 +182,14 @@ var decideClient = &http.Client{Timeout: 2 * time.Second}
 // askEvery GETs url every decideInterval until ctx ends and counts the
 // answers by status code (0: no answer).
 func askEvery(ctx context.Context, url string) map[int]int {
+	return askEach(ctx, url, decideInterval)
+}
+
+// askEach GETs url every interval until ctx ends and counts the answers by
+// status code (0: no answer).
+func askEach(ctx context.Context, url string, interval time.Duration) map[int]int {
 	codes := map[int]int{}
-	t := time.NewTicker(decideInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {

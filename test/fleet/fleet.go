@@ -74,7 +74,15 @@ func New(t *testing.T, cfg Config) *Fleet {
 	f.kubeconfig = harness.Kubeconfig(t, f.cp.Config)
 	specs := plan(rng, cfg.N, f.Gates)
 	for _, s := range specs {
-		f.Adopters = append(f.Adopters, newAdopter(s, cfg.Consumer, f.consumerArgs(s)))
+		// Each serves /decide (Current per request), which the stampede
+		// asks: a guard proves only while asked, so an unasked fleet
+		// could not lapse.
+		args := f.consumerArgs(s)
+		a := newAdopter(s, cfg.Consumer, func(version string, addrs []string) []string {
+			return append(args(version, addrs), "--decide-bind-address="+addrs[1])
+		})
+		a.ports = 1
+		f.Adopters = append(f.Adopters, a)
 	}
 	f.featureSet = configv1.Default
 	f.entries = map[string]Entry{}

@@ -127,7 +127,8 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "| API GET latency during the stampede | %s | %s |\n", s.API, l.API)
 	fmt.Fprintf(&b, "| API GET latency before it | %s | %s |\n", s.Baseline, l.Baseline)
 	fmt.Fprintf(&b, "| API GETs failed | %d | %d |\n", s.APIFails, l.APIFails)
-	fmt.Fprintf(&b, "| freshness lapses logged by the replacements (target 0) | %d | - |\n", s.Lapses)
+	fmt.Fprintf(&b, "| /decide answers during it (each adopter asked once a second) | 200: %d, 503: %d, no answer: %d | - |\n", s.Asked[200], s.Asked[503], s.Asked[0])
+	fmt.Fprintf(&b, "| freshness lapses logged by the replacements, asked throughout (target 0) | %d | - |\n", s.Lapses)
 	fmt.Fprintf(&b, "| CPU busy during it (all processes, of %d cores) | %.0f%% | %.0f%% |\n", runtime.NumCPU(), s.Busy*100, l.Busy*100)
 	if c := readyChart(s.ReadyTimes, r.N); c != "" {
 		fmt.Fprintf(&b, "\nGuard adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)

@@ -18,6 +18,10 @@ import (
 const (
 	// proberInterval is the pace of the API latency prober.
 	proberInterval = 50 * time.Millisecond
+	// stampedeAskInterval is how often the stampede asks each adopter's
+	// /decide: a reconcile's pace, enough to keep its proof (the demand
+	// window is 5 bounds, 10 s).
+	stampedeAskInterval = time.Second
 	// maxLapseLines bounds the lapse lines the report keeps.
 	maxLapseLines = 10
 )
@@ -49,6 +53,10 @@ type Stampede struct {
 	// SlowTail is the slowest adopter's lines from detection to exit.
 	SlowTail     []string `json:"slowTail"`
 	SlowTailName string   `json:"slowTailName"`
+	// Asked counts the /decide answers during the stampede by status (0:
+	// no answer, as while a process restarts): each adopter is asked once
+	// a second throughout, a caller relying on Current.
+	Asked map[int]int `json:"asked,omitempty"`
 	// Busy is the share of the machine's CPU time spent busy from the
 	// write until every adopter was Ready: near 1, the stampede waited for
 	// CPU, not for the API.
@@ -142,6 +150,27 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 	defer stopProber()
 	pr := &prober{}
 	go pr.run(pctx, c)
+	// Every adopter asked once a second from before the change until it
+	// settled: a guard proves while asked, so lapses would show here.
+	var askers sync.WaitGroup
+	var askedMu sync.Mutex
+	st.Asked = map[int]int{}
+	for _, a := range f.Adopters {
+		if url := a.DecideURL(); url != "" {
+			askers.Go(func() {
+				codes := askEach(pctx, url, stampedeAskInterval)
+				askedMu.Lock()
+				defer askedMu.Unlock()
+				for code, n := range codes {
+					st.Asked[code] += n
+				}
+			})
+		}
+	}
+	defer func() {
+		stopProber()
+		askers.Wait()
+	}()
 	// A second of quiet first: the baseline latency.
 	if err := pace(ctx, 2*time.Second); err != nil {
 		return st, err
