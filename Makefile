@@ -194,6 +194,10 @@ fleet: envtest-assets ## Run the fleet at FLEET_N (60) adopters, FLEET_SEED=n to
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 60m -v -run '^TestFleetReport$$' ./test/fleet/ \
 		-args -fleet.n=$(FLEET_N) $(if $(FLEET_SEED),-fleet.seed=$(FLEET_SEED)) -fleet.window=$(FLEET_WINDOW) -fleet.report=$(FLEET_REPORT) -fleet.benchmarks=$(CURDIR)/BENCHMARKS.md
 
+.PHONY: fleet-render
+fleet-render: ## Write bin/fleet.md and BENCHMARKS.md's Fleet section again from bin/fleet.json (a report's wording changed; no fleet runs).
+	go test -count=1 -run '^TestFleetRender$$' ./test/fleet/ -args -fleet.render=$(basename $(FLEET_REPORT)).json -fleet.benchmarks=$(CURDIR)/BENCHMARKS.md
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure a FeatureGate change until the replacement pod is Ready on a real kubelet, into bin/bench-kubelet.json (root).
 	@$(call need-root,bench-cluster)

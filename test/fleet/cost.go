@@ -19,6 +19,12 @@ const (
 	decideInterval = 100 * time.Millisecond
 )
 
+// The cost phases the report compares.
+const (
+	nameIdleGuard = "guard, idle"
+	nameBusyGuard = "guard, busy (/decide every 100 ms)"
+)
+
 // Cost is one idle or busy phase: N processes of a kind, measured by pid.
 type Cost struct {
 	Name   string        `json:"name"`
@@ -86,9 +92,9 @@ func (f *Fleet) Costs(ctx context.Context, idleBin string, n int, window time.Du
 		busy bool
 	}{
 		{"baseline (no adopter)", 0, nil, false},
-		{"guard, idle", n, func(i int) *Adopter { return guard(i) }, false},
+		{nameIdleGuard, n, func(i int) *Adopter { return guard(i) }, false},
 		{"library-go FeatureGateAccess, idle", n, libraryGo, false},
-		{"guard, busy (/decide every 100 ms)", n, busy, true},
+		{nameBusyGuard, n, busy, true},
 	} {
 		c, err := f.cost(ctx, kind.name, kind.n, kind.mk, servers, window, kind.busy, &decide)
 		if err != nil {

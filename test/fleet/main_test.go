@@ -24,6 +24,7 @@ var (
 	flagReport     = flag.String("fleet.report", "", "Markdown report path (JSON beside it): runs TestFleetReport, skipped otherwise.")
 	flagBenchmarks = flag.String("fleet.benchmarks", "", "Report whose Fleet section a passing TestFleetReport replaces (make fleet: BENCHMARKS.md).")
 	flagWindow     = flag.Duration("fleet.window", 60*time.Second, "CPU measurement window of each idle and busy phase (TestFleetReport).")
+	flagRender     = flag.String("fleet.render", "", "A fleet JSON report to write as Markdown again (TestFleetRender), without running a fleet.")
 )
 
 func envInt(name string, def int) int {

@@ -163,5 +163,38 @@ func (r Report) Markdown() string {
 			fmt.Fprintf(&b, "| ↳ /decide answers | | | 200: %d | 503: %d | failed: %d | | |\n", c.Decide200, c.Decide503, c.DecideErr)
 		}
 	}
+	b.WriteString(proofCost(r.Costs))
 	return b.String()
+}
+
+// defaultPeriod is the guard's read period at the default freshness bound
+// (2 s): one consistent read a second while asked.
+const defaultPeriod = time.Second
+
+// proofCost says what the busy fleet's proof costs per read, and the bound
+// at which 180 replicas that all ask would cost a tenth of a core.
+func proofCost(costs []Cost) string {
+	var idle, busy *Cost
+	for i := range costs {
+		switch c := &costs[i]; c.Name {
+		case nameIdleGuard:
+			idle = c
+		case nameBusyGuard:
+			busy = c
+		}
+	}
+	if idle == nil || busy == nil || busy.N == 0 || busy.Window <= 0 {
+		return ""
+	}
+	reads := float64(busy.N) * busy.Window.Seconds() / defaultPeriod.Seconds()
+	perRead := (busy.ServerCPU - idle.ServerCPU).Seconds() / reads
+	if perRead <= 0 {
+		return ""
+	}
+	// 0.1 core over 180 replicas allows this many reads a second each.
+	allowed := 0.1 / (replicas * perRead)
+	return fmt.Sprintf("\nThe busy fleet's extra cost is its proof: %.0f consistent reads of the FeatureGate in the window (one a second per adopter at the default bound), %.2f ms of etcd + kube-apiserver CPU each. "+
+		"180 replicas that all ask would cost %.2f of a core; a tenth of a core allows %.2f reads a second each, a freshness bound of %.1f s, "+
+		"or, at the default bound, %d replicas asking (the leaders of %d HA operators; a standby asks nothing, so proves nothing).\n",
+		reads, perRead*1000, replicas*perRead/defaultPeriod.Seconds(), allowed, 2/allowed, int(0.1/perRead), int(0.1/perRead))
 }

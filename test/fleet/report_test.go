@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,5 +77,44 @@ func TestReadyChartCountsAdoptersByHalfSecond(t *testing.T) {
 		"  1.5s |########################################| 4/4\n"
 	if got != want {
 		t.Fatalf("chart:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestFleetRender is `make fleet-render`: it writes a report again from
+// its JSON (-fleet.render), and splices it as -fleet.benchmarks asks,
+// without running a fleet.
+func TestFleetRender(t *testing.T) {
+	if *flagRender == "" {
+		t.Skip("-fleet.render not set")
+	}
+	data, err := os.ReadFile(*flagRender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", *flagRender, err)
+	}
+	if err := r.Write(strings.TrimSuffix(*flagRender, ".json") + ".md"); err != nil {
+		t.Fatal(err)
+	}
+	if *flagBenchmarks != "" {
+		if err := r.Splice(*flagBenchmarks); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestProofCostSaysTheBoundForATenthOfACore(t *testing.T) {
+	got := proofCost([]Cost{
+		{Name: nameIdleGuard, N: 10, Window: time.Minute, ServerCPU: time.Second},
+		{Name: nameBusyGuard, N: 10, Window: time.Minute, ServerCPU: time.Second + 1200*time.Millisecond},
+	})
+	// 600 reads, 2 ms each: 180 replicas 0.36 core; 0.1 core allows 0.28
+	// reads a second each (bound 7.2 s) or 50 replicas.
+	for _, want := range []string{"600 consistent reads", "2.00 ms", "0.36 of a core", "0.28 reads a second", "7.2 s", "50 replicas asking"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("proofCost lacks %q:\n%s", want, got)
+		}
 	}
 }
