@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,5 +237,18 @@ func (f *Fleet) AsLibraryGo(idleBin string) {
 		s := a.Spec
 		s.Name, s.Version = "librarygo-"+s.Name, a.Version()
 		f.Adopters[i] = f.libraryGoAdopter(idleBin, s)
+	}
+}
+
+// AsBare replaces the stopped fleet's adopters by test/fleet/cmd/bare, the
+// guard with nothing else to do, on the same versions and gates.
+func (f *Fleet) AsBare(bareBin string) {
+	for i, a := range f.Adopters {
+		s := a.Spec
+		s.Name, s.Version, s.WatchFeatureSet = "bare-"+s.Name, a.Version(), false
+		f.Adopters[i] = newAdopter(s, bareBin, func(version string, addrs []string) []string {
+			return []string{"--kubeconfig=" + f.kubeconfig, "--release-version=" + version, "--health-probe-bind-address=" + addrs[0],
+				"--watched-gates=" + strings.Join(s.Watched, ","), "--zap-time-encoding=rfc3339nano"}
+		})
 	}
 }

@@ -35,7 +35,7 @@ func envInt(name string, def int) int {
 }
 
 // bins are built once for every test of the package.
-var bins struct{ consumer, idle string }
+var bins struct{ consumer, idle, bare string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -67,6 +67,11 @@ func run(m *testing.M) int {
 	if *flagReport != "" {
 		bins.idle = filepath.Join(dir, "idle")
 		if err := build(ctx, filepath.Join(root, "test", "librarygo"), bins.idle, "./cmd/idle"); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			return 1
+		}
+		bins.bare = filepath.Join(dir, "bare")
+		if err := build(ctx, root, bins.bare, "./test/fleet/cmd/bare"); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet:", err)
 			return 1
 		}

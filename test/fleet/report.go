@@ -25,10 +25,13 @@ type Report struct {
 	Stampede Stampede      `json:"stampede"`
 	// LibraryGoStampede is the same stampede with library-go's
 	// FeatureGateAccess in every adopter's place.
-	LibraryGoStampede Stampede  `json:"libraryGoStampede"`
-	Costs             []Cost    `json:"costs"`
-	Failures          []string  `json:"failures,omitempty"`
-	Measured          time.Time `json:"measured"`
+	LibraryGoStampede Stampede `json:"libraryGoStampede"`
+	// BareStampede is the same stampede with test/fleet/cmd/bare, the
+	// guard with nothing else to do, in every adopter's place.
+	BareStampede Stampede  `json:"bareStampede"`
+	Costs        []Cost    `json:"costs"`
+	Failures     []string  `json:"failures,omitempty"`
+	Measured     time.Time `json:"measured"`
 }
 
 // readyChart draws, for each half second since the write, how many of n
@@ -115,23 +118,39 @@ func (r Report) Markdown() string {
 	s := r.Stampede
 	b.WriteString("\n### Stampede: a gate every adopter consumes flipped\n\n")
 	b.WriteString("spec.customNoUpgrade write, then one status write rewriting every entry; times from that status write. Ready polled every 100 ms per adopter; API latency by a GET of a Namespace every 50 ms on a client of its own.\n\n")
-	l := r.LibraryGoStampede
-	b.WriteString("The same stampede with library-go's FeatureGateAccess (test/librarygo/cmd/idle: it exits 0 at once, logging no detection line) in every adopter's place, on the same versions, is the right column.\n\n")
-	fmt.Fprintf(&b, "| measure | guard | library-go |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| restarts (measured / library-go's rule) | %d / %d | %d / %d |\n", s.Phase.Guard, s.Phase.LibraryGo, l.Phase.Guard, l.Phase.LibraryGo)
-	fmt.Fprintf(&b, "| write → every adopter Ready again (p100) | %s | %s |\n", ms(s.AllReady), ms(l.AllReady))
-	fmt.Fprintf(&b, "| write → adopter Ready again | %s | %s |\n", s.Ready, l.Ready)
-	fmt.Fprintf(&b, "| write → detection line | %s | - |\n", s.Detect)
-	fmt.Fprintf(&b, "| exit tail: detection line → process exit | %s | - |\n", s.Tail)
-	fmt.Fprintf(&b, "| exit → replacement Ready | %s | %s |\n", s.Start, l.Start)
-	fmt.Fprintf(&b, "| API GET latency during the stampede | %s | %s |\n", s.API, l.API)
-	fmt.Fprintf(&b, "| API GET latency before it | %s | %s |\n", s.Baseline, l.Baseline)
-	fmt.Fprintf(&b, "| API GETs failed | %d | %d |\n", s.APIFails, l.APIFails)
-	fmt.Fprintf(&b, "| /decide answers during it (each adopter asked once a second) | 200: %d, 503: %d, no answer: %d | - |\n", s.Asked[200], s.Asked[503], s.Asked[0])
-	fmt.Fprintf(&b, "| freshness lapses logged by the replacements, asked throughout (target 0) | %d | - |\n", s.Lapses)
-	fmt.Fprintf(&b, "| CPU busy during it (all processes, of %d cores) | %.0f%% | %.0f%% |\n", runtime.NumCPU(), s.Busy*100, l.Busy*100)
+	l, g := r.LibraryGoStampede, r.BareStampede
+	b.WriteString("Three fleets, one after the other, on the same versions and gates: examples/consumer (an operator: the guard, a ConfigMap controller, `/decide` asked once a second each); test/fleet/cmd/bare (the guard and nothing else, written from docs/adopting.md); test/librarygo/cmd/idle (library-go's FeatureGateAccess and nothing else, recording its Events as an operator's kube recorder does; it exits 0 at once, logging no detection line).\n\n")
+	fmt.Fprintf(&b, "| measure | examples/consumer | bare guard | library-go |\n|---|---|---|---|\n")
+	row := func(name string, f func(Stampede) string) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, f(s), f(g), f(l))
+	}
+	row("restarts (measured / library-go's rule)", func(x Stampede) string { return fmt.Sprintf("%d / %d", x.Phase.Guard, x.Phase.LibraryGo) })
+	row("write → every adopter Ready again (p100)", func(x Stampede) string { return ms(x.AllReady) })
+	row("write → adopter Ready again", func(x Stampede) string { return x.Ready.String() })
+	row("write → detection line", func(x Stampede) string { return x.Detect.String() })
+	row("exit tail: detection line → process exit", func(x Stampede) string { return x.Tail.String() })
+	row("exit → replacement Ready", func(x Stampede) string { return x.Start.String() })
+	row("API GET latency during the stampede", func(x Stampede) string { return x.API.String() })
+	row("API GET latency before it", func(x Stampede) string { return x.Baseline.String() })
+	row("API GETs failed", func(x Stampede) string { return fmt.Sprint(x.APIFails) })
+	row("/decide answers during it (asked once a second each)", func(x Stampede) string {
+		if len(x.Asked) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("200: %d, 503: %d, no answer: %d", x.Asked[200], x.Asked[503], x.Asked[0])
+	})
+	row("freshness lapses logged by the replacements, asked throughout (target 0)", func(x Stampede) string {
+		if len(x.Asked) == 0 {
+			return "- (not asked: proves nothing)"
+		}
+		return fmt.Sprint(x.Lapses)
+	})
+	row(fmt.Sprintf("CPU busy during it (all processes, of %d cores)", runtime.NumCPU()), func(x Stampede) string { return fmt.Sprintf("%.0f%%", x.Busy*100) })
 	if c := readyChart(s.ReadyTimes, r.N); c != "" {
-		fmt.Fprintf(&b, "\nGuard adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
+		fmt.Fprintf(&b, "\nexamples/consumer adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
+	}
+	if c := readyChart(g.ReadyTimes, r.N); c != "" {
+		fmt.Fprintf(&b, "\nBare guard adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
 	}
 	if c := readyChart(l.ReadyTimes, r.N); c != "" {
 		fmt.Fprintf(&b, "\nlibrary-go adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)

@@ -50,7 +50,20 @@ func TestFleetReport(t *testing.T) {
 		f.fail(t, "stampede", err)
 	}
 	t.Logf("stampede: all Ready %s after the write; tail %s; API %s; lapses %d; CPU busy %.0f%%", r.Stampede.AllReady, r.Stampede.Tail, r.Stampede.API, r.Stampede.Lapses, r.Stampede.Busy*100)
-	// The same stampede on library-go's FeatureGateAccess, for scale.
+	// The same stampede on the guard with nothing else to do, and on
+	// library-go's FeatureGateAccess with nothing else to do.
+	f.StopAll()
+	f.AsBare(bins.bare)
+	f.Start()
+	if err := f.Settle(ctx); err != nil {
+		r.Failures = append(r.Failures, "bare fleet: "+err.Error())
+		f.fail(t, "bare fleet", err)
+	}
+	if r.BareStampede, err = f.Stampede(ctx); err != nil {
+		r.Failures = append(r.Failures, "bare stampede: "+err.Error())
+		f.fail(t, "bare stampede", err)
+	}
+	t.Logf("bare stampede: all Ready %s after the write; tail %s; API %s; CPU busy %.0f%%", r.BareStampede.AllReady, r.BareStampede.Tail, r.BareStampede.API, r.BareStampede.Busy*100)
 	f.StopAll()
 	f.AsLibraryGo(bins.idle)
 	f.Start()

@@ -3,8 +3,9 @@
 // fleet harness's idle cost (test/fleet), measured against the guard's
 // idle adopters (examples/consumer with no ConfigMaps) on the same API
 // server. Its load on the API server is the config informers' (a list and
-// a watch of FeatureGates and ClusterVersions) and nothing more, which is
-// what every library-go operator pays for its feature gates.
+// a watch of FeatureGates and ClusterVersions) and the Events library-go
+// records, and nothing more: what every library-go operator pays for its
+// feature gates.
 //
 // It exits 0 when the enabled or disabled gates of its version change
 // (library-go's ForceExit, the default change handler), 1 when the first
@@ -27,6 +28,8 @@ import (
 	configinformers "github.com/openshift/client-go/config/informers/externalversions"
 	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/events"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 )
@@ -41,14 +44,15 @@ func main() {
 	resync := flag.Duration("resync", 10*time.Minute, "Resync period of the config informers (library-go operators use 10 minutes).")
 	initialTimeout := flag.Duration("initial-timeout", time.Minute, "How long to wait for the first gates, as library-go's documented construct does.")
 	probeAddr := flag.String("health-probe-bind-address", "0", `Address of /readyz, 200 once the first gates are observed ("0": not served).`)
+	eventsNamespace := flag.String("events-namespace", "default", `Namespace of the Events library-go records (FeatureGatesInitialized at start, FeatureGatesModified before a restart), as an operator's kube recorder does; "" logs them instead.`)
 	flag.Parse()
-	if err := run(*kubeconfig, *version, *probeAddr, *resync, *initialTimeout); err != nil {
+	if err := run(*kubeconfig, *version, *probeAddr, *eventsNamespace, *resync, *initialTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "idle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, version, probeAddr string, resync, initialTimeout time.Duration) error {
+func run(kubeconfig, version, probeAddr, eventsNamespace string, resync, initialTimeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -60,9 +64,17 @@ func run(kubeconfig, version, probeAddr string, resync, initialTimeout time.Dura
 		return fmt.Errorf("config client: %w", err)
 	}
 	informers := configinformers.NewSharedInformerFactory(client, resync)
+	var recorder events.Recorder = events.NewLoggingEventRecorder("idle", clock.RealClock{})
+	if eventsNamespace != "" {
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("kube client: %w", err)
+		}
+		ref := &corev1.ObjectReference{Kind: "Deployment", APIVersion: "apps/v1", Namespace: eventsNamespace, Name: "idle"}
+		recorder = events.NewRecorder(kube.CoreV1().Events(eventsNamespace), "idle", ref, clock.RealClock{})
+	}
 	access := featuregates.NewFeatureGateAccess(version, missingVersionMarker,
-		informers.Config().V1().ClusterVersions(), informers.Config().V1().FeatureGates(),
-		events.NewLoggingEventRecorder("idle", clock.RealClock{}))
+		informers.Config().V1().ClusterVersions(), informers.Config().V1().FeatureGates(), recorder)
 	go access.Run(ctx)
 	informers.Start(ctx.Done())
 
