@@ -26,8 +26,9 @@ import (
 // second per replica is most of what an idle guard costs the control plane,
 // and an operator that asks nothing of Current acts on nothing it would
 // vouch for. Each Current call is a demand; the prover stops reading once
-// none came for demandWindow, and the first call after that waits for one
-// read rather than answer false for want of a proof nobody asked for.
+// none came for demandBounds bounds, and the calls that find it so wait for
+// the one read their demand sends, rather than answer false for want of a
+// proof nobody asked for.
 type freshness struct {
 	bound time.Duration
 	// epoch makes proof times monotonic: they are durations since it.
@@ -39,9 +40,10 @@ type freshness struct {
 	// before the first ask.
 	askedAt atomic.Int64
 	// dormant is set while the prover sends no reads for want of demand;
-	// wake carries the ask that ends it.
+	// wake carries the ask that ends it, at wokeAt (time since epoch).
 	dormant atomic.Bool
 	wake    chan struct{}
+	wokeAt  atomic.Int64
 
 	mu sync.Mutex
 	// next is closed by the next proof; nil until someone waits for it.
@@ -60,6 +62,7 @@ func newFreshness(bound time.Duration) *freshness {
 	f := &freshness{bound: bound, epoch: time.Now(), wake: make(chan struct{}, 1)}
 	f.provenAt.Store(noProof)
 	f.askedAt.Store(noProof)
+	f.wokeAt.Store(noProof)
 	return f
 }
 
@@ -113,18 +116,27 @@ func (f *freshness) fresh() bool {
 	return ok && age < f.bound
 }
 
-// ask records a demand for proof at now, wakes a dormant prover, and
-// reports whether it was dormant: its proof, if any, is one nobody kept.
-func (f *freshness) ask(now time.Time) (woke bool) {
-	f.askedAt.Store(f.since(now))
-	if !f.dormant.CompareAndSwap(true, false) {
-		return false
+// ask records a demand for proof at now and wakes a dormant prover. The
+// demand is kept to a quarter period, so that callers asking all the time
+// do not all write it: the window it opens is many periods long.
+func (f *freshness) ask(now time.Time) {
+	at := f.since(now)
+	if last := f.askedAt.Load(); last == noProof || at-last > int64(f.period()/4) {
+		f.askedAt.Store(at)
 	}
-	select {
-	case f.wake <- struct{}{}:
-	default:
+	if f.dormant.Load() {
+		// Every caller that saw it dormant marks the wake, not only the
+		// one that ends it, so that none finds an old mark and answers
+		// false while the read is on its way.
+		f.wokeAt.Store(at)
+		if !f.dormant.CompareAndSwap(true, false) {
+			return
+		}
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
 	}
-	return true
 }
 
 // demanded reports whether Current asked within the demand window at now.
@@ -133,15 +145,25 @@ func (f *freshness) demanded(now time.Time) bool {
 	return at != noProof && now.Sub(f.epoch)-time.Duration(at) < demandBounds*f.bound
 }
 
-// awaitFresh waits up to half the bound for fresh proof, after a dormant
-// prover was woken: one consistent read, which an API server that answers
-// at all answers in a round trip.
-func (f *freshness) awaitFresh() bool {
+// awaitFresh waits for fresh proof while the prover was woken less than a
+// period before now (by this caller's ask or another's): the read the wake
+// sent, which an API server that answers at all answers in a round trip.
+// Otherwise it answers at once: a prover that is proving needs no wait,
+// and one whose reads go unanswered must not make every caller wait.
+func (f *freshness) awaitFresh(now time.Time) bool {
 	if f.fresh() {
 		return true
 	}
+	woke := f.wokeAt.Load()
+	if woke == noProof {
+		return false
+	}
+	left := time.Duration(woke) + f.period() - now.Sub(f.epoch)
+	if left <= 0 {
+		return false
+	}
 	next := f.nextProof()
-	t := time.NewTimer(f.period())
+	t := time.NewTimer(left)
 	defer t.Stop()
 	for !f.fresh() {
 		select {
@@ -218,12 +240,17 @@ func (p *prover) run(ctx context.Context) error {
 	lapse := time.NewTimer(p.untilLapse(demandSince))
 	defer lapse.Stop()
 	defer p.dormant.Store(false)
+	// asleep is set while dormant, from the pause until the wake is
+	// received: no lapse is counted meanwhile, although an ask may already
+	// have made the proof demanded again.
+	asleep := false
 	var lastErr error
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.wake:
+			asleep = false
 			demandSince = time.Now()
 			lapse.Reset(p.untilLapse(demandSince))
 			if !inFlight {
@@ -232,7 +259,7 @@ func (p *prover) run(ctx context.Context) error {
 			}
 		case now := <-next.C:
 			if !p.demanded(now) {
-				p.sleepUntilAsked(now)
+				asleep = p.sleepUntilAsked()
 				continue
 			}
 			if !inFlight {
@@ -264,7 +291,7 @@ func (p *prover) run(ctx context.Context) error {
 				lapse.Reset(p.untilLapse(demandSince))
 				continue
 			}
-			if !p.demanded(now) {
+			if asleep || !p.demanded(now) {
 				// Nobody relies on the proof: its age is no trouble. Look
 				// again a period on, as demand may resume without a wake.
 				lapse.Reset(p.period())
@@ -295,19 +322,24 @@ func (p *prover) run(ctx context.Context) error {
 	}
 }
 
-// sleepUntilAsked marks the prover dormant: the next ask wakes it through
-// p.wake. An ask that raced the mark wakes it at once.
-func (p *prover) sleepUntilAsked(now time.Time) {
+// sleepUntilAsked marks the prover dormant, and reports whether it is: the
+// next ask wakes it through p.wake. An ask that raced the mark is not lost:
+// either it saw the mark and sent the wake, or the mark sees its demand and
+// sends the wake itself.
+func (p *prover) sleepUntilAsked() bool {
 	p.dormant.Store(true)
-	if p.demanded(now) && p.dormant.CompareAndSwap(true, false) {
+	if !p.demanded(time.Now()) {
+		p.log.V(1).Info("Freshness proof paused; nothing asked Current", "featureGate", p.name,
+			"quietFor", (demandBounds * p.bound).String())
+		return true
+	}
+	if p.dormant.CompareAndSwap(true, false) {
 		select {
 		case p.wake <- struct{}{}:
 		default:
 		}
-		return
 	}
-	p.log.V(1).Info("Freshness proof paused; nothing asked Current", "featureGate", p.name,
-		"quietFor", (demandBounds * p.bound).String())
+	return false
 }
 
 // recovered logs the end of a lapse, once proof is held again.

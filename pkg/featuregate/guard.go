@@ -143,10 +143,10 @@ func (g *Guard) Enabled(gate configv1.FeatureGateName) bool {
 // or the file): it is false from the moment the guard loses track (an API
 // outage, a watch that ended, a request of the manager that got no answer,
 // an unreadable file) until a new live read has matched. While it is asked
-// it costs a few atomic loads and reads nothing itself; the proof it needs
-// is kept only while something asks, so the first call after a quiet spell
-// (no call for 5 freshness bounds) waits for one consistent read, at most
-// half the bound, before it answers.
+// it costs a few atomic operations and reads nothing itself; the proof it
+// needs is kept only while something asks, so the calls that come after a
+// quiet spell (no call for 5 freshness bounds) wait for the one consistent
+// read their demand sends, at most half the bound, before they answer.
 func (g *Guard) Current() bool {
 	select {
 	case <-g.stopper.Requested():

@@ -170,13 +170,16 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 }
 
 // Current reports whether the source is followed now, on proof younger than
-// the freshness bound. Each call is a demand for proof; the first after a
-// quiet spell wakes the prover and waits for its read (see freshness).
+// the freshness bound. Each call is a demand for proof; calls that find the
+// prover woken by a demand after a quiet spell wait for its read (see
+// freshness).
 func (m *monitor) Current() bool {
-	if m.prover.ask(time.Now()) && m.current.Load() {
-		return m.prover.awaitFresh() && m.current.Load()
+	now := time.Now()
+	m.prover.ask(now)
+	if !m.current.Load() {
+		return false
 	}
-	return m.current.Load() && m.prover.fresh()
+	return m.prover.awaitFresh(now) && m.current.Load()
 }
 
 var errAlarm = errors.New("a request or watch of the manager failed")

@@ -99,7 +99,8 @@ type Options struct {
 	// matched: only an API server that still reaches etcd answers one, so a
 	// silent link, a frozen API server or one cut off from etcd turns
 	// Current false within the bound. Reads slower than half the bound make
-	// it lapse too.
+	// it lapse too. Calls after a quiet spell wait up to half the bound for
+	// the read their demand sends.
 	FreshnessBound time.Duration
 	// ResyncPeriod re-runs the FeatureGate controller's comparison without
 	// an event.

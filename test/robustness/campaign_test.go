@@ -157,8 +157,8 @@ func TestPlantedBugIsCaught(t *testing.T) {
 	}
 	planted := string(data)
 	for old, repl := range map[string]string{
-		"func (m *monitor) Current() bool { return m.current.Load() && m.prover.fresh() }": "func (m *monitor) Current() bool { return true }",
-		"if err := m.prover.run(ctx); ctx.Err() == nil {":                                  "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
+		"func (m *monitor) Current() bool {\n\tnow := time.Now()": "func (m *monitor) Current() bool {\n\tif true {\n\t\treturn true\n\t}\n\tnow := time.Now()",
+		"if err := m.prover.run(ctx); ctx.Err() == nil {":         "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
 	} {
 		if !strings.Contains(planted, old) {
 			t.Fatalf("the planted bug no longer applies: %s has no %q (update the test with the code)", src, old)
