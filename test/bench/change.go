@@ -212,7 +212,7 @@ func (b *bench) changeProcessTimed(ctx context.Context, pl *plane, p *harness.Pr
 			return err
 		}
 	}
-	if err := sleep(ctx, settle); err != nil {
+	if err := harness.Wait(ctx, settle); err != nil {
 		return err
 	}
 	f, err := prepareFlip(ctx, pl.c)
@@ -297,7 +297,7 @@ func changeInProcessRun(ctx context.Context, pl *plane, cs changeSeries) error {
 	case <-ctx.Done():
 		return fmt.Errorf("in-process manager: workers not started: %w", ctx.Err())
 	}
-	if err := sleep(ctx, settle); err != nil {
+	if err := harness.Wait(ctx, settle); err != nil {
 		return err
 	}
 	f, err := prepareFlip(ctx, pl.c)

@@ -52,7 +52,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := sleep(ctx, idleSettle); err != nil {
+	if err := harness.Wait(ctx, idleSettle); err != nil {
 		return nil, nil, err
 	}
 	m, err := procStatus(pid)
@@ -67,7 +67,7 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return nil, nil, err
 	}
 	w0 := time.Now()
-	if err := sleep(ctx, b.idle); err != nil {
+	if err := harness.Wait(ctx, b.idle); err != nil {
 		return nil, nil, err
 	}
 	cpu1, err := procCPU(pid)
@@ -121,19 +121,6 @@ func binarySize(path string) string {
 	return fmt.Sprintf("%.0f MiB", float64(info.Size())/(1<<20))
 }
 
-// sleep waits d or until ctx ends: the benchmark's fixed waits (idle
-// windows) are the measurement, not a stand-in for polling.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // metricsClient scrapes a process that may be gone the next run, its port
 // someone else's: no kept-alive connections.
 var metricsClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -177,7 +164,7 @@ func (b *bench) idleOperator(ctx context.Context, pl *plane, name, bin string) (
 	if _, _, err := p.WaitLine(ctx, 0, harness.Contains(`"Manifests applied"`)); err != nil {
 		return m, err
 	}
-	if err := sleep(ctx, idleSettle); err != nil {
+	if err := harness.Wait(ctx, idleSettle); err != nil {
 		return m, err
 	}
 	if m.memStatus, err = procStatus(p.Pid()); err != nil {

@@ -136,7 +136,7 @@ func (b *bench) lapses(ctx context.Context, pl *plane, name string, cfg *rest.Co
 	defer p.Stop(10 * time.Second)
 	period := freshnessBound / 2
 	for i := 0; i < runs; i++ {
-		if err := sleep(ctx, period+rand.N(period)); err != nil {
+		if err := harness.Wait(ctx, period+rand.N(period)); err != nil {
 			return err
 		}
 		from := p.Log.Len()
@@ -200,7 +200,7 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 				return cost{}, err
 			}
 		}
-		if err := sleep(ctx, 5*time.Second); err != nil {
+		if err := harness.Wait(ctx, 5*time.Second); err != nil {
 			return cost{}, err
 		}
 		pids := serverPIDs(pl)
@@ -209,7 +209,7 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 			return cost{}, err
 		}
 		cpu0 := cpuOf(pids)
-		if err := sleep(ctx, b.idle); err != nil {
+		if err := harness.Wait(ctx, b.idle); err != nil {
 			return cost{}, err
 		}
 		gets1, err := featureGateGets(ctx, pl.cfg)

@@ -94,7 +94,7 @@ func (b *bench) readyRun(ctx context.Context, pl *plane, name string, phase time
 		_, _ = restartAPI(ctx, pl)
 		return err
 	}
-	if err := sleep(ctx, time.Second+phase); err != nil {
+	if err := harness.Wait(ctx, time.Second+phase); err != nil {
 		_, _ = restartAPI(ctx, pl)
 		return err
 	}
@@ -141,7 +141,7 @@ func (b *bench) logVolume(ctx context.Context, pl *plane, outage time.Duration) 
 	if _, _, err := p.WaitLine(ctx, 0, harness.Contains("connection refused")); err != nil {
 		return 0, 0, err
 	}
-	if err := sleep(ctx, outage); err != nil {
+	if err := harness.Wait(ctx, outage); err != nil {
 		return 0, 0, err
 	}
 	return p.Log.CountWhere(harness.Message("FeatureGate not read")), p.Log.Len(), nil
@@ -229,7 +229,7 @@ func (b *bench) runningOperator(ctx context.Context, pl *plane, name string, arg
 			return nil, err
 		}
 	}
-	if err := sleep(ctx, time.Second); err != nil {
+	if err := harness.Wait(ctx, time.Second); err != nil {
 		p.Stop(10 * time.Second)
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (b *bench) afterOutageRun(ctx context.Context, pl *plane, i int, delay time
 	if _, err := restartAPI(ctx, pl); err != nil {
 		return err
 	}
-	if err := sleep(ctx, delay); err != nil {
+	if err := harness.Wait(ctx, delay); err != nil {
 		return err
 	}
 	sent, _, err := f.timed(ctx, pl.c)

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // scalingSizes are the payload sizes of the scaling measurement, in
@@ -143,7 +145,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		return pt, err
 	}
 	pt.rssApplied = m.RSS
-	if err := sleep(ctx, scalingIdle); err != nil {
+	if err := harness.Wait(ctx, scalingIdle); err != nil {
 		return pt, err
 	}
 	if m, err = procStatus(p.Pid()); err != nil {

@@ -134,7 +134,7 @@ func changeJustAfterOutage(ctx context.Context, t *testing.T, cp *controlplane.C
 	}
 	stopped := time.Now()
 	r.stopTook = stopped.Sub(stopping)
-	if !sleepCtx(ctx, outage) {
+	if harness.Wait(ctx, outage) != nil {
 		r.fail("%v", ctx.Err())
 		return
 	}
@@ -153,7 +153,7 @@ func changeJustAfterOutage(ctx context.Context, t *testing.T, cp *controlplane.C
 	if acts := actsBetween(p, stopped.Add(watchDelivery), restart); acts > 0 {
 		r.fail("acted %d times while its API server was down", acts)
 	}
-	if !sleepCtx(ctx, r.delay) {
+	if harness.Wait(ctx, r.delay) != nil {
 		r.fail("%v", ctx.Err())
 		return
 	}
@@ -204,7 +204,7 @@ func untilAnswers(ctx context.Context, c client.Client) error {
 		if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}); err == nil {
 			return nil
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if harness.Wait(ctx, 10*time.Millisecond) != nil {
 			return fmt.Errorf("API server not answering: %w", ctx.Err())
 		}
 	}
@@ -226,17 +226,6 @@ func gateState(enabled bool) string {
 		return "enabled"
 	}
 	return "disabled"
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // percentile is the nearest-rank percentile of ds; 0 when empty.

@@ -8,6 +8,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 // AdopterResult is one adopter's count for one change.
@@ -69,19 +71,6 @@ func (f *Fleet) run(ctx context.Context, name string, write func(ctx context.Con
 	return ph, nil
 }
 
-// pace waits d: the cluster's own pace between two writes (an admin's
-// write and cluster-config-operator's rewrite), not a wait for an outcome.
-func pace(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // switchEntries writes spec, then rewrites each version's entry to enabled
 // 0.5-3 s later (seeded), one status write per version, as
 // cluster-config-operator catches up.
@@ -92,7 +81,7 @@ func (f *Fleet) switchEntries(ctx context.Context, log func(string), set configv
 	log(fmt.Sprintf("spec: featureSet %s, customNoUpgrade enabled %v disabled %v", set, sets.List(ce), sets.List(cd)))
 	start := time.Now()
 	for _, tv := range offsets(f.rng, f.versions()) {
-		if err := pace(ctx, time.Until(start.Add(tv.after))); err != nil {
+		if err := harness.Wait(ctx, time.Until(start.Add(tv.after))); err != nil {
 			return err
 		}
 		if err := f.writeEntries(ctx, func(e map[string]Entry) { e[tv.version] = Entry{Enabled: enabled.Clone()} }); err != nil {

@@ -134,7 +134,7 @@ func (f *Fleet) cost(ctx context.Context, name string, n int, mk func(int) *Adop
 	}); err != nil {
 		return c, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := pace(ctx, warmup); err != nil {
+	if err := harness.Wait(ctx, warmup); err != nil {
 		return c, err
 	}
 	pids := func() []int {
@@ -159,7 +159,7 @@ func (f *Fleet) cost(ctx context.Context, name string, n int, mk func(int) *Adop
 		}
 	}
 	server0, adopters0 := harness.CPUOf(servers), harness.CPUOf(pids())
-	err := pace(ctx, window)
+	err := harness.Wait(ctx, window)
 	c.ServerCPU, c.AdopterCPU = harness.CPUOf(servers)-server0, harness.CPUOf(pids())-adopters0
 	stopDeciders()
 	deciders.Wait()

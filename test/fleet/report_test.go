@@ -52,30 +52,8 @@ func TestFleetReport(t *testing.T) {
 	t.Logf("stampede: all Ready %s after the write; tail %s; API %s; lapses %d; CPU busy %.0f%%", r.Stampede.AllReady, r.Stampede.Tail, r.Stampede.API, r.Stampede.Lapses, r.Stampede.Busy*100)
 	// The same stampede on the guard with nothing else to do, and on
 	// library-go's FeatureGateAccess with nothing else to do.
-	f.StopAll()
-	f.AsBare(bins.bare)
-	f.Start()
-	if err := f.Settle(ctx); err != nil {
-		r.Failures = append(r.Failures, "bare fleet: "+err.Error())
-		f.fail(t, "bare fleet", err)
-	}
-	if r.BareStampede, err = f.Stampede(ctx); err != nil {
-		r.Failures = append(r.Failures, "bare stampede: "+err.Error())
-		f.fail(t, "bare stampede", err)
-	}
-	t.Logf("bare stampede: all Ready %s after the write; tail %s; API %s; CPU busy %.0f%%", r.BareStampede.AllReady, r.BareStampede.Tail, r.BareStampede.API, r.BareStampede.Busy*100)
-	f.StopAll()
-	f.AsLibraryGo(bins.idle)
-	f.Start()
-	if err := f.Settle(ctx); err != nil {
-		r.Failures = append(r.Failures, "library-go fleet: "+err.Error())
-		f.fail(t, "library-go fleet", err)
-	}
-	if r.LibraryGoStampede, err = f.Stampede(ctx); err != nil {
-		r.Failures = append(r.Failures, "library-go stampede: "+err.Error())
-		f.fail(t, "library-go stampede", err)
-	}
-	t.Logf("library-go stampede: all Ready %s after the write; API %s; CPU busy %.0f%%", r.LibraryGoStampede.AllReady, r.LibraryGoStampede.API, r.LibraryGoStampede.Busy*100)
+	r.BareStampede = f.stampedeAs(ctx, t, &r, "bare", func() { f.AsBare(bins.bare) })
+	r.LibraryGoStampede = f.stampedeAs(ctx, t, &r, "library-go", func() { f.AsLibraryGo(bins.idle) })
 	f.StopAll()
 	if r.Costs, err = f.Costs(ctx, bins.idle, f.cfg.N, *flagWindow); err != nil {
 		r.Failures = append(r.Failures, "cost: "+err.Error())
@@ -91,6 +69,27 @@ func TestReadyChartCountsAdoptersByHalfSecond(t *testing.T) {
 	if got != want {
 		t.Fatalf("chart:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// stampedeAs stops the fleet, replaces its adopters (swap), starts and
+// settles them, and runs the stampede on them; a failure is recorded in r
+// and ends t.
+func (f *Fleet) stampedeAs(ctx context.Context, t *testing.T, r *Report, name string, swap func()) Stampede {
+	t.Helper()
+	f.StopAll()
+	swap()
+	f.Start()
+	if err := f.Settle(ctx); err != nil {
+		r.Failures = append(r.Failures, name+" fleet: "+err.Error())
+		f.fail(t, name+" fleet", err)
+	}
+	st, err := f.Stampede(ctx)
+	if err != nil {
+		r.Failures = append(r.Failures, name+" stampede: "+err.Error())
+		f.fail(t, name+" stampede", err)
+	}
+	t.Logf("%s stampede: all Ready %s after the write; tail %s; API %s; CPU busy %.0f%%", name, st.AllReady, st.Tail, st.API, st.Busy*100)
+	return st
 }
 
 // TestFleetRender is `make fleet-render`: it writes a report again from

@@ -172,7 +172,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		askers.Wait()
 	}()
 	// A second of quiet first: the baseline latency.
-	if err := pace(ctx, 2*time.Second); err != nil {
+	if err := harness.Wait(ctx, 2*time.Second); err != nil {
 		return st, err
 	}
 	before := map[*Adopter]int{}
@@ -188,7 +188,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		}
 		log("spec: flip " + f.Gates.Common)
 		st.Baseline = pr.between(time.Time{}, time.Now())
-		if err := pace(ctx, offsets(f.rng, []string{"all"})[0].after); err != nil {
+		if err := harness.Wait(ctx, offsets(f.rng, []string{"all"})[0].after); err != nil {
 			return err
 		}
 		write = time.Now() // when the request is sent: the detections follow it

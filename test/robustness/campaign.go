@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	err = c.drive(ctx, kinds)
 	// The quiet tail: every fault healed, no write, long enough to settle.
 	if err == nil {
-		err = sleep(ctx, settle+3*time.Second)
+		err = harness.Wait(ctx, settle+3*time.Second)
 	}
 	c.rec.Record(Event{Kind: KindEnd})
 	stop()
@@ -284,7 +284,7 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			if sleep(ctx, between(c.traffic, c.cfg.ChangesApart[0], c.cfg.ChangesApart[1])) != nil {
+			if harness.Wait(ctx, between(c.traffic, c.cfg.ChangesApart[0], c.cfg.ChangesApart[1])) != nil {
 				return
 			}
 			if err := c.change(ctx); err != nil && ctx.Err() == nil {
@@ -293,7 +293,7 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 		}
 	}()
 	for ctx.Err() == nil {
-		if sleep(ctx, between(c.faults, time.Second, 5*time.Second)) != nil {
+		if harness.Wait(ctx, between(c.faults, time.Second, 5*time.Second)) != nil {
 			break
 		}
 		kind := kinds[c.faults.IntN(len(kinds))]
@@ -339,7 +339,7 @@ func (c *campaign) inject(ctx context.Context, kind string, length time.Duration
 	if err != nil {
 		c.cfg.Logf("fault %s not injected: %v", kind, err)
 	}
-	_ = sleep(ctx, length)
+	_ = harness.Wait(ctx, length)
 	if heal != nil {
 		if err := heal(); err != nil {
 			c.cfg.Logf("fault %s not healed: %v", kind, err)
@@ -423,7 +423,7 @@ func untilStarted(ctx context.Context, stop, start func() error) error {
 			return nil
 		}
 		_ = stop()
-		if sleep(ctx, time.Second) != nil {
+		if harness.Wait(ctx, time.Second) != nil {
 			return fmt.Errorf("not started in two minutes: %w", err)
 		}
 	}
@@ -488,7 +488,7 @@ func (c *campaign) change(ctx context.Context) error {
 	// cluster-config-operator rewrites this version's entry from the spec
 	// a moment later: a consumer of the feature set restarts once that
 	// entry caught up.
-	if err := sleep(ctx, c.cfg.EntryRewrite); err != nil {
+	if err := harness.Wait(ctx, c.cfg.EntryRewrite); err != nil {
 		return err
 	}
 	markEntry(fg, version, fg.Spec.FeatureSet)
@@ -567,7 +567,7 @@ func (c *campaign) observe(ctx context.Context) {
 	for ctx.Err() == nil {
 		list := &corev1.ConfigMapList{}
 		if err := c.admin.List(ctx, list, client.InNamespace(namespace)); err != nil {
-			_ = sleep(ctx, 200*time.Millisecond)
+			_ = harness.Wait(ctx, 200*time.Millisecond)
 			continue
 		}
 		for _, cm := range list.Items {
@@ -575,7 +575,7 @@ func (c *campaign) observe(ctx context.Context) {
 		}
 		w, err := c.adminWatch(ctx, list.ResourceVersion)
 		if err != nil {
-			_ = sleep(ctx, 200*time.Millisecond)
+			_ = harness.Wait(ctx, 200*time.Millisecond)
 			continue
 		}
 		for ev := range w.ResultChan() {
@@ -693,16 +693,5 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 		case <-tick.C:
 			fn()
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -117,3 +117,18 @@ func FreeAddr(tb TB) string {
 	}
 	return fmt.Sprintf("127.0.0.1:%d", port)
 }
+
+// Wait waits d, or less if ctx ends (its error then): for a pace that is
+// itself the scenario or the measurement (a fault held so long, an idle
+// window, the gap between two writes), never in place of polling for an
+// outcome.
+func Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
