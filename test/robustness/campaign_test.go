@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +35,10 @@ func TestMain(m *testing.M) {
 	// nothing worth reading.
 	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv("FEATUREGATE_ROBUSTNESS") == "" {
-		fmt.Println("robustness: skipped (make test-robustness or make robustness runs it)")
-		os.Exit(0)
+		// The checker's and the bench rule's unit tests need no binary:
+		// they run (make test); the campaigns skip.
+		fmt.Println("robustness: campaigns skipped (make test-robustness or make robustness runs them)")
+		os.Exit(m.Run())
 	}
 	os.Exit(harness.RunWithManager(m, "robustness", func(b *harness.Built) {
 		bins.manager, bins.root = b.Manager, b.Root
@@ -73,6 +74,15 @@ func buildConsumer(root, out string, overlay map[string]string) error {
 	return nil
 }
 
+// needBinaries skips a test that runs campaigns when TestMain built no
+// binaries (FEATUREGATE_ROBUSTNESS unset).
+func needBinaries(t *testing.T) {
+	t.Helper()
+	if bins.manager == "" {
+		t.Skip("campaigns run under make test-robustness or make robustness (FEATUREGATE_ROBUSTNESS=1)")
+	}
+}
+
 // campaignDir is a campaign's directory, removed when it passed unless
 // -robustness.keep.
 func campaignDir(t *testing.T, name string) string {
@@ -101,6 +111,7 @@ func faultKinds() []string {
 // Seeded campaigns of random traffic and random, overlapping faults; each
 // history must keep every rule of the checker.
 func TestCampaigns(t *testing.T) {
+	needBinaries(t)
 	seed := *seedFlag
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000
@@ -118,12 +129,20 @@ func TestCampaigns(t *testing.T) {
 				t.Fatalf("campaign: %v", err)
 			}
 			results = append(results, res)
-			t.Logf("seed %d: %d writes, %d decisions checked, %d applies judged (%d leases taken), faults %v, worst staleness %s",
-				s, res.Writes, res.Decisions, res.Applied, res.Leads, res.Faults, res.WorstStaleness.Round(time.Millisecond))
+			broken := res.Bench.Broken()
+			t.Logf("seed %d: %d writes (%d changes tried, %d not made), %d decisions checked, %d applies judged (%d leases taken), faults %s, worst staleness %s, bench %s",
+				s, res.Writes, res.Bench.Changes.Tried, res.Bench.Changes.Failed, res.Decisions, res.Applied, res.Leads,
+				res.Bench.FaultCounts(), res.WorstStaleness.Round(time.Millisecond), health(broken))
+			for _, e := range res.Bench.FirstErrors() {
+				t.Logf("seed %d: first error: %s", s, e)
+			}
 			for _, v := range res.Violations {
 				t.Errorf("%s", v)
 			}
-			if len(res.Violations) > 0 {
+			for _, why := range broken {
+				t.Errorf("bench broken: %s", why)
+			}
+			if len(res.Violations) > 0 || len(broken) > 0 {
 				t.Errorf("replay: make robustness SEED=%d DURATION=%s%s (history: %s)", s, *durationFlag, faultsArg(), res.History)
 			}
 		})
@@ -133,6 +152,15 @@ func TestCampaigns(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// health is the bench's health in a word: "ok", or "broken" (the reasons
+// are reported as errors).
+func health(broken []string) string {
+	if len(broken) > 0 {
+		return "broken"
+	}
+	return "ok"
 }
 
 func faultsArg() string {
@@ -150,6 +178,7 @@ func faultsArg() string {
 // every 0.5 to 2 s, so that holds overlap changes. The report
 // must name the stale decisions and the seed.
 func TestPlantedBugIsCaught(t *testing.T) {
+	needBinaries(t)
 	src := filepath.Join(bins.root, "pkg", "featuregate", "monitor.go")
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -195,8 +224,8 @@ func TestPlantedBugIsCaught(t *testing.T) {
 		}
 	}
 	if stale == 0 {
-		t.Fatalf("seed %d: the checker did not catch a consumer without the freshness deadline (faults %v, %d writes, %d decisions; violations %v)",
-			seed, res.Faults, res.Writes, res.Decisions, res.Violations)
+		t.Fatalf("seed %d: the checker did not catch a consumer without the freshness deadline (faults %s, %d writes, %d decisions, bench broken: %q; violations %v)",
+			seed, res.Bench.FaultCounts(), res.Writes, res.Decisions, res.Bench.Broken(), res.Violations)
 	}
 	t.Logf("seed %d: %d stale decisions reported", seed, stale)
 }
@@ -214,12 +243,14 @@ func lineOf(h []Event, n int) string {
 // reportOf is the campaigns' table.
 func reportOf(rs []Result, took time.Duration, seed int64) string {
 	var b strings.Builder
-	faults := map[string]int{}
+	bench := newBench()
+	var broken []string
 	decisions, writes, violations, applied, leads := 0, 0, 0, 0, 0
 	var worst time.Duration
 	for _, r := range rs {
-		for k, n := range r.Faults {
-			faults[k] += n
+		bench.merge(r.Bench)
+		for _, why := range r.Bench.Broken() {
+			broken = append(broken, fmt.Sprintf("seed %d: %s", r.Seed, why))
 		}
 		decisions += r.Decisions
 		writes += r.Writes
@@ -228,25 +259,34 @@ func reportOf(rs []Result, took time.Duration, seed int64) string {
 		violations += len(r.Violations)
 		worst = max(worst, r.WorstStaleness)
 	}
-	kinds := make([]string, 0, len(faults))
-	for k := range faults {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var fs []string
-	for _, k := range kinds {
-		fs = append(fs, fmt.Sprintf("%s %d", k, faults[k]))
-	}
 	rules := DefaultRules()
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| written | %s by `make robustness` (test/robustness) |\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "| campaigns | %d (seeds %d to %d), %s each of traffic and faults |\n", len(rs), seed, seed+int64(len(rs))-1, *durationFlag)
 	fmt.Fprintf(&b, "| total time | %s |\n", took.Round(time.Second))
-	fmt.Fprintf(&b, "| faults injected | %s |\n", strings.Join(fs, ", "))
-	fmt.Fprintf(&b, "| FeatureGate writes | %d |\n", writes)
+	fmt.Fprintf(&b, "| faults tried | %s |\n", bench.FaultCounts())
+	fmt.Fprintf(&b, "| FeatureGate writes | %d (%d changes tried, %d not made) |\n", writes, bench.Changes.Tried, bench.Changes.Failed)
+	if errs := bench.FirstErrors(); len(errs) > 0 {
+		fmt.Fprintf(&b, "| first errors of the bench | %s |\n", cell(strings.Join(errs, "; ")))
+	}
+	fmt.Fprintf(&b, "| bench health (a broken bench fails the campaign) | %s |\n", cell(healthCell(broken)))
 	fmt.Fprintf(&b, "| decisions checked | %d (the consumer's `/decide`) |\n", decisions)
 	fmt.Fprintf(&b, "| operator applies checked | %d (seen by a watch; %d leases taken) |\n", applied, leads)
 	fmt.Fprintf(&b, "| violations (target 0) | %d |\n", violations)
 	fmt.Fprintf(&b, "| worst staleness of a decision | %s (bound %s + allowance %s = %s) |\n", worst.Round(time.Millisecond), rules.Bound, rules.Allowance, rules.Bound+rules.Allowance)
 	return b.String()
+}
+
+// healthCell is the report's bench health: "ok", or each broken campaign's
+// reasons.
+func healthCell(broken []string) string {
+	if len(broken) == 0 {
+		return "ok (no campaign's bench broken for most of its tries, nothing missing at the end)"
+	}
+	return "broken: " + strings.Join(broken, "; ")
+}
+
+// cell keeps text (an error's message) inside one cell of a Markdown table.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

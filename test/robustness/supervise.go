@@ -77,7 +77,7 @@ func (s *supervised) run() {
 			LogFile: filepath.Join(s.c.cfg.Dir, fmt.Sprintf("%s-%02d.log", s.name, life))}
 		p, err := harness.Start(opts)
 		if err != nil {
-			s.c.cfg.Logf("%s not started: %v", s.name, err)
+			s.c.cfg.Logf("process not started, its supervisor gives up: name=%s err=%v", s.name, err)
 			return
 		}
 		p.Log.OnLine(func(l harness.Line) {
