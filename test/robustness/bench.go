@@ -100,10 +100,15 @@ const (
 	brokenShare = 0.5
 	// minFaultTries is how often a fault kind must have been tried before
 	// its share of failures is judged: a 40 s campaign tries most kinds
-	// once or twice, and one overlap then makes half. Changes have no
-	// minimum: a campaign that made none of the two or three it tried
-	// judged no change at all, which is the quiet bench the rule is for.
+	// once or twice, and one overlap then makes half.
 	minFaultTries = 3
+	// minChangeTries is how many changes must have been tried before their
+	// share of failures is judged: CI's seed 1 tries three, and an etcd
+	// restart can cost one its 10 s timeout; two overlapping would make
+	// two of three. A campaign that made none of the changes it tried is
+	// broken whatever their number: it judged no change at all, the quiet
+	// bench the rule is for.
+	minChangeTries = 4
 )
 
 // mostlyFailed is whether more than brokenShare of t's tries failed.
@@ -115,7 +120,8 @@ func (t Tries) mostlyFailed() bool {
 // a large part of its time, one sentence a broken condition naming the
 // counts that broke it; none when healthy. It fails a campaign when
 //
-//   - more than half of the FeatureGate changes it tried were not made;
+//   - every FeatureGate change it tried was not made, or more than half of
+//     them with at least minChangeTries tried;
 //   - more than half of a fault kind's injections failed, the kind tried at
 //     least minFaultTries times;
 //   - a server or a supervised process was missing once every fault had
@@ -127,7 +133,7 @@ func (t Tries) mostlyFailed() bool {
 // heal started a new one (see campaign.start). Its count is reported.
 func (b Bench) Broken() []string {
 	var why []string
-	if b.Changes.mostlyFailed() {
+	if c := b.Changes; (c.Tried >= minChangeTries && c.mostlyFailed()) || (c.Tried > 0 && c.Failed == c.Tried) {
 		why = append(why, fmt.Sprintf("FeatureGate changes not made: %d of %d tried, more than %.0f%% (first error: %s)",
 			b.Changes.Failed, b.Changes.Tried, 100*brokenShare, b.Changes.FirstErr))
 	}

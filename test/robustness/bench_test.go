@@ -47,6 +47,7 @@ func TestHealthPassesABenchThatLostAFewTries(t *testing.T) {
 		"every try of a kind tried only twice":    func(b *Bench) { b.Faults["lease-stolen"] = tries(2, 2, conflict) },
 		"a failed heal, the server there at last": func(b *Bench) { b.Heals["apiserver-freeze"] = tries(2, 2, "no such process") },
 		"no change tried (a campaign too short)":  func(b *Bench) { b.Changes = Tries{} },
+		"two of three changes lost to overlaps":   func(b *Bench) { b.Changes = tries(3, 2, "context deadline exceeded") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := ciLike()
