@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,6 +127,9 @@ func (b *bench) lapses(ctx context.Context, pl *plane, name string, cfg *rest.Co
 	// guard keeps proof (an idle one proves nothing and has nothing to
 	// lapse).
 	payload := filepath.Join(b.dir(name), "payload")
+	if err := os.MkdirAll(payload, 0o755); err != nil {
+		return err
+	}
 	if _, err := generatePayload(payload, 1); err != nil {
 		return err
 	}
