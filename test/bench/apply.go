@@ -191,7 +191,7 @@ func (b *bench) measureApply(ctx context.Context) *section {
 // serverPIDs are the plane's etcd and kube-apiserver processes: both carry
 // etcd's client address on their command line.
 func serverPIDs(pl *plane) []int {
-	return pidsMatching(pl.cp.Env.ControlPlane.Etcd.URL.Host)
+	return harness.PIDsMatching(pl.cp.Env.ControlPlane.Etcd.URL.Host)
 }
 
 // operatorApplyRep applies the payload with the operator into a fresh
@@ -204,7 +204,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, err
 	}
 	servers := serverPIDs(pl)
-	server0 := cpuOf(servers)
+	server0 := harness.CPUOf(servers)
 	p, err := b.operator(pl, fmt.Sprintf("apply-%d", r), "--manifests-dir="+payload, "--resync-period=3s")
 	if err != nil {
 		return pl, err
@@ -214,11 +214,11 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 	if err != nil {
 		return pl, err
 	}
-	cpu0, err := procCPU(p.Pid())
+	cpu0, err := harness.ProcCPU(p.Pid())
 	if err != nil {
 		return pl, err
 	}
-	server1 := cpuOf(servers)
+	server1 := harness.CPUOf(servers)
 	first := a.line
 	wall := first.At().Sub(p.Started())
 	st.opStart.add(wall)
@@ -235,7 +235,7 @@ func (b *bench) operatorApplyRep(ctx context.Context, r int, payload string, inc
 		return pl, fmt.Errorf("operator re-apply: %d failed", a2.failed)
 	}
 	st.opNoop.add(a2.duration)
-	if cpu1, err := procCPU(p.Pid()); err == nil {
+	if cpu1, err := harness.ProcCPU(p.Pid()); err == nil {
 		st.noopCPU = append(st.noopCPU, cpu1-cpu0)
 	}
 	return pl, nil
@@ -254,7 +254,7 @@ func (b *bench) kubectlRep(ctx context.Context, r int, dir string, included int,
 	servers := serverPIDs(pl)
 	for pass, ser := range []*series{st.kc, st.kcNoop} {
 		out := filepath.Join(b.dir(fmt.Sprintf("kubectl-%d-%d", r, pass)), "kubectl.log")
-		server0 := cpuOf(servers)
+		server0 := harness.CPUOf(servers)
 		res, err := kubectlApply(ctx, pl.cp.Kubectl(), pl.kubeconfig, dir, out)
 		if err != nil {
 			return err
@@ -264,7 +264,7 @@ func (b *bench) kubectlRep(ctx context.Context, r int, dir string, included int,
 		}
 		ser.add(res.wall)
 		if pass == 0 {
-			st.kcCPU, st.kcServerCPU, st.kcWall = append(st.kcCPU, res.cpu), append(st.kcServerCPU, cpuOf(servers)-server0), append(st.kcWall, res.wall)
+			st.kcCPU, st.kcServerCPU, st.kcWall = append(st.kcCPU, res.cpu), append(st.kcServerCPU, harness.CPUOf(servers)-server0), append(st.kcWall, res.wall)
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/featuregate-operator/operator/pkg/manifest"
+	"github.com/featuregate-operator/operator/test/framework/harness"
 )
 
 func TestPercentile(t *testing.T) {
@@ -42,7 +43,7 @@ func TestPercentile(t *testing.T) {
 func TestParseStatCPU(t *testing.T) {
 	g := NewWithT(t)
 	stat := "1234 (my manager) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
-	d, err := parseStatCPU(stat)
+	d, err := harness.ParseStatCPU(stat)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d).To(Equal(3 * time.Second))
 }

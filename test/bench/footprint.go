@@ -48,21 +48,21 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 		return nil, nil, err
 	}
 	pid := p.Pid()
-	cpuAfterApply, err := procCPU(pid)
+	cpuAfterApply, err := harness.ProcCPU(pid)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := harness.Wait(ctx, idleSettle); err != nil {
 		return nil, nil, err
 	}
-	m, err := procStatus(pid)
+	m, err := harness.ProcStatus(pid)
 	if err != nil {
 		return nil, nil, err
 	}
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	goroutines, gerr := scrapeMetric(metrics, "go_goroutines")
 	heap, _ := scrapeMetric(metrics, "go_memstats_heap_inuse_bytes")
-	cpu0, err := procCPU(pid)
+	cpu0, err := harness.ProcCPU(pid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,12 +70,12 @@ func (b *bench) footprint(ctx context.Context, pl *plane, payload string, noopCP
 	if err := harness.Wait(ctx, b.idle); err != nil {
 		return nil, nil, err
 	}
-	cpu1, err := procCPU(pid)
+	cpu1, err := harness.ProcCPU(pid)
 	if err != nil {
 		return nil, nil, err
 	}
 	window := time.Since(w0)
-	m2, _ := procStatus(pid)
+	m2, _ := harness.ProcStatus(pid)
 	if _, _, ok := p.Log.FindFrom(i+1, harness.Contains(`"Manifests applied"`)); ok {
 		return nil, nil, fmt.Errorf("footprint: a resync ran during the idle window; see %s", p.LogPath())
 	}
@@ -148,7 +148,7 @@ func scrapeMetric(url, name string) (float64, error) {
 // idleMemory is one operator's memory idleSettle after its first run: its
 // status, and the resident part of each mapping of its binary.
 type idleMemory struct {
-	memStatus
+	harness.MemStatus
 	code, rodata int64 // KiB resident: text; read-only data with the pclntab
 }
 
@@ -167,7 +167,7 @@ func (b *bench) idleOperator(ctx context.Context, pl *plane, name, bin string) (
 	if err := harness.Wait(ctx, idleSettle); err != nil {
 		return m, err
 	}
-	if m.memStatus, err = procStatus(p.Pid()); err != nil {
+	if m.MemStatus, err = harness.ProcStatus(p.Pid()); err != nil {
 		return m, err
 	}
 	m.code, m.rodata, err = residentOf(p.Pid(), bin)

@@ -212,7 +212,7 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 		if err != nil {
 			return cost{}, err
 		}
-		cpu0 := cpuOf(pids)
+		cpu0 := harness.CPUOf(pids)
 		if err := harness.Wait(ctx, b.idle); err != nil {
 			return cost{}, err
 		}
@@ -220,7 +220,7 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 		if err != nil {
 			return cost{}, err
 		}
-		return cost{gets: gets1 - gets0, cpu: cpuOf(pids) - cpu0}, nil
+		return cost{gets: gets1 - gets0, cpu: harness.CPUOf(pids) - cpu0}, nil
 	}
 	with, err := measure("freshness-cost-2s")
 	if err != nil {

@@ -140,7 +140,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 	}
 	first := a.line
 	pt.operator = first.At().Sub(p.Started())
-	m, err := procStatus(p.Pid())
+	m, err := harness.ProcStatus(p.Pid())
 	if err != nil {
 		return pt, err
 	}
@@ -148,7 +148,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 	if err := harness.Wait(ctx, scalingIdle); err != nil {
 		return pt, err
 	}
-	if m, err = procStatus(p.Pid()); err != nil {
+	if m, err = harness.ProcStatus(p.Pid()); err != nil {
 		return pt, err
 	}
 	pt.rssIdle = m.RSS
@@ -191,7 +191,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		if err != nil {
 			return pt, err
 		}
-		c0 := cpuOf(servers)
+		c0 := harness.CPUOf(servers)
 		res, err := kubectlApply(ctx, kp.cp.Kubectl(), kp.kubeconfig, kubectlDir, out)
 		if err != nil {
 			return pt, err
@@ -199,7 +199,7 @@ func (b *bench) scaleRun(ctx context.Context, size int) (scalePoint, error) {
 		if res.objects != included {
 			return pt, fmt.Errorf("kubectl applied %d objects, want %d; see %s", res.objects, included, out)
 		}
-		c1 := cpuOf(servers)
+		c1 := harness.CPUOf(servers)
 		if pass == 0 {
 			pt.kubectl, pt.kcServer = res.wall, c1-c0
 			continue
@@ -228,7 +228,7 @@ type cpuTimeline struct {
 func sampleCPU(ctx context.Context, pids []int) *cpuTimeline {
 	tl := &cpuTimeline{}
 	record := func() {
-		d := cpuOf(pids)
+		d := harness.CPUOf(pids)
 		tl.mu.Lock()
 		tl.times, tl.samples = append(tl.times, time.Now()), append(tl.samples, d)
 		tl.mu.Unlock()
