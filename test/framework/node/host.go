@@ -130,6 +130,11 @@ func linkNames() ([]string, error) {
 	return out, nil
 }
 
+func linkExists(name string) bool {
+	_, err := os.Lstat(filepath.Join("/sys/class/net", name))
+	return err == nil
+}
+
 var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 
 // iptablesSave is `tool-save` without comments and counters, and without
@@ -302,7 +307,11 @@ func (h *hostState) sweep(dir, assets string) error {
 	if links, err := linkNames(); err == nil {
 		for _, l := range links {
 			if !slices.Contains(h.links, l) {
-				if out, err := exec.Command("ip", "link", "delete", l).CombinedOutput(); err != nil {
+				// A veth goes with its peer: deleting one end, or the
+				// pod's network namespace going, removes the other
+				// between our listing and our delete. Gone is what we
+				// want; only one still there is an error.
+				if out, err := exec.Command("ip", "link", "delete", l).CombinedOutput(); err != nil && linkExists(l) {
 					errs = append(errs, fmt.Errorf("delete interface %s: %w: %s", l, err, out))
 				}
 			}
