@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -93,7 +94,7 @@ func start(cfg *v1alpha1.OperatorConfig, certs metricsCerts) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := guard.NewManager(managerOptions(cfg, certs))
+	mgr, err := guard.NewManager(managerOptions(cfg, certs, guard.TLSOpts))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -147,10 +148,24 @@ func guardOptions(cfg *v1alpha1.OperatorConfig) featuregate.Options {
 		ResyncPeriod:        cfg.ResyncPeriod.Duration,
 		CacheSyncTimeout:    cfg.CacheSyncTimeout.Duration,
 		FreshnessBound:      cfg.FeatureGateFreshnessBound.Duration,
+		TLSProfile:          tlsProfileOptions(cfg.Metrics),
 	}
 }
 
-func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Options {
+// tlsProfileOptions opts the guard into the APIServer's TLS profile when
+// the metrics endpoint serves it.
+func tlsProfileOptions(m v1alpha1.MetricsConfig) *featuregate.TLSProfileOptions {
+	if m.TLSProfileFrom == "" {
+		return nil
+	}
+	o := &featuregate.TLSProfileOptions{APIServer: m.TLSProfileFrom}
+	if m.TLSProfileWhenAbsent != "" {
+		o.Absent = &configv1.TLSSecurityProfile{Type: configv1.TLSProfileType(m.TLSProfileWhenAbsent)}
+	}
+	return o
+}
+
+func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts, tlsOpts func(*tls.Config)) ctrl.Options {
 	return ctrl.Options{
 		// Only the types this operator reads and writes as Go types: the
 		// guard adds config.openshift.io/v1, manifests are unstructured,
@@ -162,7 +177,7 @@ func managerOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) ctrl.Optio
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&configv1.ClusterOperator{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.ClusterOperatorName)},
 		}},
-		Metrics:                 metricsOptions(cfg, certs),
+		Metrics:                 metricsOptions(cfg, certs, tlsOpts),
 		HealthProbeBindAddress:  cfg.Health.BindAddress,
 		LeaderElection:          cfg.LeaderElection.LeaderElect,
 		LeaderElectionID:        cfg.LeaderElection.ResourceName,
@@ -219,9 +234,14 @@ func newApplier(cfg *v1alpha1.OperatorConfig, mgr ctrl.Manager, guard *featurega
 
 // metricsOptions serves metrics over HTTPS behind the API server's
 // authentication and authorization, as kubebuilder does, unless told not to.
-func metricsOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts) metricsserver.Options {
+func metricsOptions(cfg *v1alpha1.OperatorConfig, certs metricsCerts, tlsOpts func(*tls.Config)) metricsserver.Options {
 	opts := metricsserver.Options{BindAddress: cfg.Metrics.BindAddress, SecureServing: cfg.MetricsSecure()}
 	if opts.SecureServing {
+		if cfg.Metrics.TLSProfileFrom != "" {
+			// The cluster's TLS profile, read into the snapshot: no
+			// handshake before it is read.
+			opts.TLSOpts = append(opts.TLSOpts, tlsOpts)
+		}
 		opts.FilterProvider = metricsauth.FilterProvider
 		if certs.path != "" {
 			opts.CertDir, opts.CertName, opts.KeyName = certs.path, certs.name, certs.key

@@ -169,6 +169,24 @@ type MetricsConfig struct {
 	// HTTP. Default: true.
 	// +optional
 	Secure *bool `json:"secure,omitempty"`
+
+	// tlsProfileFrom names the APIServer (config.openshift.io/v1) whose TLS
+	// security profile the secure endpoint serves. It is read into the
+	// startup snapshot with the FeatureGate: the operator is not ready and
+	// serves no handshake until it is read, and restarts when what it
+	// serves with changes. The profile is honoured as OpenShift's
+	// spec.tlsAdherence says for components that did not honour it before
+	// (only under StrictAllComponents); otherwise the endpoint keeps its
+	// own settings. Empty: the APIServer is not read. Default: empty; the
+	// shipped config sets "cluster".
+	// +optional
+	TLSProfileFrom string `json:"tlsProfileFrom,omitempty"`
+
+	// tlsProfileWhenAbsent is the profile served when the cluster has no
+	// such APIServer or serves no APIServer API (MicroShift): Old,
+	// Intermediate or Modern. Empty: wait for the APIServer, not ready.
+	// +optional
+	TLSProfileWhenAbsent string `json:"tlsProfileWhenAbsent,omitempty"`
 }
 
 // HealthConfig configures the health probe endpoint (/healthz, /readyz).

@@ -85,6 +85,7 @@ func (c *OperatorConfig) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, validateBindAddress(field.NewPath("metrics", "bindAddress"), c.Metrics.BindAddress)...)
+	errs = append(errs, validateTLSProfile(field.NewPath("metrics"), c.Metrics)...)
 	errs = append(errs, validateBindAddress(field.NewPath("health", "bindAddress"), c.Health.BindAddress)...)
 
 	return errs
@@ -184,6 +185,25 @@ func validateLeaseTimings(p *field.Path, le LeaderElectionConfig) field.ErrorLis
 	if float64(le.RenewDeadline.Duration) <= 1.2*float64(le.RetryPeriod.Duration) {
 		errs = append(errs, field.Invalid(p.Child("retryPeriod"), le.RetryPeriod.Duration.String(),
 			fmt.Sprintf("renewDeadline (%s) must be more than 1.2 times it", le.RenewDeadline.Duration)))
+	}
+	return errs
+}
+
+func validateTLSProfile(p *field.Path, m MetricsConfig) field.ErrorList {
+	var errs field.ErrorList
+	if name := m.TLSProfileFrom; name != "" {
+		errs = append(errs, validateDNS1123Subdomain(p.Child("tlsProfileFrom"), name)...)
+	}
+	switch m.TLSProfileWhenAbsent {
+	case "", "Old", "Intermediate", "Modern":
+	default:
+		errs = append(errs, field.NotSupported(p.Child("tlsProfileWhenAbsent"), m.TLSProfileWhenAbsent, []string{"Old", "Intermediate", "Modern"}))
+	}
+	if m.TLSProfileFrom != "" && m.Secure != nil && !*m.Secure {
+		errs = append(errs, field.Invalid(p.Child("tlsProfileFrom"), m.TLSProfileFrom, "a TLS profile needs secure: true"))
+	}
+	if m.TLSProfileWhenAbsent != "" && m.TLSProfileFrom == "" {
+		errs = append(errs, field.Required(p.Child("tlsProfileFrom"), "tlsProfileWhenAbsent needs the APIServer it stands in for"))
 	}
 	return errs
 }

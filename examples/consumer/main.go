@@ -10,6 +10,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"os"
 	"time"
@@ -35,6 +36,9 @@ type flags struct {
 	// watchedGates is --watched-gates as given: parseGates reads it.
 	watchedGates    string
 	watchFeatureSet bool
+	// metricsAddr and tlsProfileFrom: metrics over HTTPS with the TLS
+	// profile of that APIServer.
+	metricsAddr, tlsProfileFrom string
 }
 
 func main() {
@@ -49,6 +53,8 @@ func main() {
 	flag.StringVar(&f.watchedGates, "watched-gates", "", "Comma-separated feature gates whose change restarts the operator (empty: every gate of its version's status entry).")
 	flag.BoolVar(&f.watchFeatureSet, "watch-feature-set", true, "Restart when spec.featureSet changes too (its decisions report the feature set); false restarts only for gate changes, as library-go does.")
 	flag.DurationVar(&f.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller may wait for its cache to sync.")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `Address of the metrics endpoint, over HTTPS with a self-signed certificate ("0": not served).`)
+	flag.StringVar(&f.tlsProfileFrom, "tls-profile-from", "cluster", `The APIServer whose TLS security profile the metrics endpoint serves, read with the FeatureGate; honoured whatever spec.tlsAdherence says, as for a component that honoured it before the policy existed ("": not read, Go's defaults).`)
 	// JSON (not kubebuilder's development console): the keys are the story.
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -70,10 +76,19 @@ func run(f flags) error {
 		// Its decisions report the feature set: by default it consumes it.
 		WatchFeatureSet: f.watchFeatureSet,
 		// Which controllers exist is decided from the snapshot, once read.
-		Setup: setupPreview(configv1.FeatureGateName(f.previewGate)),
+		Setup:      setupPreview(configv1.FeatureGateName(f.previewGate)),
+		TLSProfile: tlsProfile(f),
 	})
 	if err != nil {
 		return err
+	}
+	metrics := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsAddr != "0" {
+		metrics.SecureServing = true
+		if f.tlsProfileFrom != "" {
+			// Last: no handshake before the profile is read.
+			metrics.TLSOpts = []func(*tls.Config){guard.TLSOpts}
+		}
 	}
 	mgr, err := guard.NewManager(ctrl.Options{
 		// Only this operator's own ConfigMaps are cached.
@@ -83,7 +98,7 @@ func run(f flags) error {
 		}}},
 		Controller:             config.Controller{CacheSyncTimeout: f.cacheSyncTimeout},
 		HealthProbeBindAddress: f.probeAddr,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metrics,
 	})
 	if err != nil {
 		return err
@@ -113,4 +128,13 @@ func run(f flags) error {
 	}
 	ctrl.Log.WithName("setup").Info("Stopped", "reason", reason)
 	return nil
+}
+
+// tlsProfile opts the guard into the TLS profile when the metrics endpoint
+// serves it.
+func tlsProfile(f flags) *featuregate.TLSProfileOptions {
+	if f.metricsAddr == "0" || f.tlsProfileFrom == "" {
+		return nil
+	}
+	return &featuregate.TLSProfileOptions{APIServer: f.tlsProfileFrom, LegacyAdhering: true}
 }

@@ -242,22 +242,39 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 	}
 }
 
-// errNotFound is an absent FeatureGate, as the API says it.
+// errNotFound is an absent object, as the API says it.
 var errNotFound = errors.New("not found")
 
-// describeReadError tells an absent object from an absent API: both leave us
-// without a snapshot, but they call for different fixes. Without the CRD the
-// API server answers a bare "404 page not found", which client-go turns into
-// a NotFound that also names the object, marked UnexpectedServerResponse.
-func describeReadError(name string, err error) error {
+// notServedError is an API the server does not serve (its CRD is not
+// installed: MicroShift, plain Kubernetes).
+type notServedError struct {
+	kind string
+	err  error
+}
+
+func (e *notServedError) Error() string {
+	return fmt.Sprintf("%s API not served (is the config.openshift.io CRD installed?): %v", e.kind, e.err)
+}
+
+func (e *notServedError) Unwrap() error { return e.err }
+
+// describeReadError is describeReadErrorOf for the FeatureGate.
+func describeReadError(name string, err error) error { return describeReadErrorOf("FeatureGate", name, err) }
+
+// describeReadErrorOf tells an absent object from an absent API: both leave
+// us without a snapshot, but they call for different fixes. Without the
+// CRD the API server answers a bare "404 page not found", which client-go
+// turns into a NotFound that also names the object, marked
+// UnexpectedServerResponse.
+func describeReadErrorOf(kind, name string, err error) error {
 	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeUnexpectedServerResponse) &&
 		errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
-		return fmt.Errorf("FeatureGate %s %w", name, errNotFound)
+		return fmt.Errorf("%s %s %w", kind, name, errNotFound)
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return fmt.Errorf("FeatureGate API not served (is the config.openshift.io CRD installed?): %w", err)
+		return &notServedError{kind: kind, err: err}
 	default:
-		return fmt.Errorf("get FeatureGate %s: %w", name, err)
+		return fmt.Errorf("get %s %s: %w", kind, name, err)
 	}
 }

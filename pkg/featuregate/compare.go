@@ -75,7 +75,7 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 	}
 	c.log.Info(msg, "featureGate", fg.Name, "diff", d.sentences(), "detectedBy", detectedBy,
 		"startupFeatureSet", snapshot.FeatureSetName(), "liveFeatureSet", live.FeatureSetName())
-	c.events.record(ctx, fg, corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown")
+	c.events.record(ctx, reference(fg), corev1.EventTypeWarning, reasonFeatureGateChanged, "Compare", reason+"; requesting shutdown")
 	c.metrics.shutdownRequests.Inc()
 	return true
 }

@@ -53,7 +53,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.log.Info("FeatureGate deleted; keeping the startup snapshot", "featureGate", req.Name, "startupFeatureSet", snapshot.FeatureSetName())
 		note := fmt.Sprintf("FeatureGate %s was deleted; keeping startup feature set %s", req.Name, snapshot.FeatureSetName())
 		gone := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: req.Name}}
-		r.comparison.events.record(ctx, gone, corev1.EventTypeWarning, reasonFeatureGateDeleted, "Compare", note)
+		r.comparison.events.record(ctx, reference(gone), corev1.EventTypeWarning, reasonFeatureGateDeleted, "Compare", note)
 		return reconcile.Result{RequeueAfter: r.resync}, nil
 	}
 	if r.comparison.compare(ctx, fg, "reconcile") {

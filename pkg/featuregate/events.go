@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,11 +20,13 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/eventnote"
 )
 
-// Event reasons the guard records on the FeatureGate.
+// Event reasons the guard records on the FeatureGate, and on the
+// APIServer whose TLS profile the snapshot may carry.
 const (
 	reasonStartupSnapshot    = "StartupSnapshot"
 	reasonFeatureGateChanged = "FeatureGateChanged"
 	reasonFeatureGateDeleted = "FeatureGateDeleted"
+	reasonTLSProfileChanged  = "TLSProfileChanged"
 )
 
 // eventWriter records the guard's Events on the FeatureGate: through the
@@ -51,39 +54,40 @@ func newEventWriter(c client.Client, recorder events.EventRecorder, source strin
 	return eventWriter{client: c, recorder: recorder, source: source, instance: instance, log: log, forbidden: &atomic.Bool{}}
 }
 
-// record records one Event about fg (which may be a name-only stand-in for
-// a deleted object).
-func (w eventWriter) record(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) {
+// record records one Event about the object ref names (a FeatureGate,
+// which may be a name-only stand-in for a deleted one, or the APIServer
+// whose TLS profile the snapshot carries).
+func (w eventWriter) record(ctx context.Context, ref *corev1.ObjectReference, eventType, reason, action, note string) {
 	note = eventnote.Bound(note)
 	if w.recorder != nil {
 		// A reference, not the object: a recorder resolves an object's
 		// kind through its scheme, which need not know FeatureGates
 		// (client-go's global one does not), and would drop the Event.
-		w.recorder.Eventf(reference(fg), nil, eventType, reason, action, "%s", note)
+		w.recorder.Eventf(ref, nil, eventType, reason, action, "%s", note)
 		return
 	}
 	if w.forbidden.Load() {
 		return
 	}
-	err := w.write(ctx, fg, eventType, reason, action, note)
+	err := w.write(ctx, ref, eventType, reason, action, note)
 	switch {
 	case err == nil:
 	case apierrors.IsForbidden(err):
 		if !w.forbidden.Swap(true) {
 			w.log.Info("Events forbidden; the guard records none (grant create and patch on events.k8s.io events, or set Options.EventRecorder)",
-				"featureGate", fg.Name, "reason", reason, "error", err.Error())
+				strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason, "error", err.Error())
 		}
 	default:
-		w.log.Error(err, "Event not recorded", "featureGate", fg.Name, "reason", reason)
+		w.log.Error(err, "Event not recorded", strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason)
 	}
 }
 
-func (w eventWriter) write(ctx context.Context, fg *configv1.FeatureGate, eventType, reason, action, note string) error {
+func (w eventWriter) write(ctx context.Context, ref *corev1.ObjectReference, eventType, reason, action, note string) error {
 	now := metav1.NowMicro()
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", fg.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: metav1.NamespaceDefault},
 		EventTime:           now,
-		Regarding:           *reference(fg),
+		Regarding:           *ref,
 		Reason:              reason,
 		Action:              action,
 		Note:                note,
@@ -95,12 +99,12 @@ func (w eventWriter) write(ctx context.Context, fg *configv1.FeatureGate, eventT
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := w.client.Create(writeCtx, ev); err != nil {
-		return fmt.Errorf("record %s Event on FeatureGate %s: %w", reason, fg.Name, err)
+		return fmt.Errorf("record %s Event on %s %s: %w", reason, ref.Kind, ref.Name, err)
 	}
 	return nil
 }
 
-// reference is what the guard's Events regard: the FeatureGate.
+// reference is what the guard's FeatureGate Events regard.
 func reference(fg *configv1.FeatureGate) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
 		APIVersion: configv1.GroupVersion.String(), Kind: "FeatureGate",

@@ -188,8 +188,18 @@ type prover struct {
 	*freshness
 	read    func(context.Context) (*configv1.FeatureGate, error)
 	compare func(context.Context, *configv1.FeatureGate) bool
+	// also, when set, is a second consistent read sent beside each one,
+	// for the rest of the snapshot (the TLS profile): proof needs both
+	// answered, and changed true ends the run as a changed FeatureGate
+	// does.
+	also func(context.Context) (changed bool, err error)
 	log     logr.Logger
 	name    string
+	// alsoName names what also reads, for the lapse's reason.
+	alsoName string
+	// unanswered marks the reads of the one in flight not answered yet:
+	// fgRead, alsoRead.
+	unanswered atomic.Int32
 	// lapses counts each lapse; nil counts nothing.
 	lapses prometheus.Counter
 
@@ -198,6 +208,12 @@ type prover struct {
 	lapsedAt time.Time
 }
 
+// The reads of one proof, as bits of prover.unanswered.
+const (
+	fgRead   int32 = 1
+	alsoRead int32 = 2
+)
+
 // errNoAnswer is a consistent read unanswered within the bound.
 var errNoAnswer = errors.New("no answer")
 
@@ -205,6 +221,8 @@ type proof struct {
 	sent time.Time
 	fg   *configv1.FeatureGate
 	err  error
+	// changed: the second read found the rest of the snapshot changed.
+	changed bool
 }
 
 // errLapsed ends the monitor's follow when the proof lapsed: the watch it
@@ -223,11 +241,30 @@ func (p *prover) run(ctx context.Context) error {
 		go func() {
 			rctx, cancel := context.WithTimeout(ctx, p.bound)
 			defer cancel()
+			var changed bool
+			var alsoErr error
+			alsoDone := make(chan struct{})
+			if p.also != nil {
+				p.unanswered.Store(fgRead | alsoRead)
+				go func() {
+					defer close(alsoDone)
+					changed, alsoErr = p.also(rctx)
+					p.unanswered.And(^alsoRead)
+				}()
+			} else {
+				p.unanswered.Store(fgRead)
+				close(alsoDone)
+			}
 			fg, err := p.read(rctx)
+			p.unanswered.And(^fgRead)
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("%w to a consistent read of FeatureGate %s within %s", errNoAnswer, p.name, p.bound)
 			}
-			results <- proof{sent: sent, fg: fg, err: err}
+			<-alsoDone
+			if alsoErr != nil && (err == nil || errors.Is(err, errNotFound)) {
+				err = alsoErr
+			}
+			results <- proof{sent: sent, fg: fg, err: err, changed: changed}
 		}()
 	}
 	next := time.NewTimer(p.period())
@@ -273,6 +310,8 @@ func (p *prover) run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			switch {
+			case r.changed:
+				return nil // the comparison asked for the stop
 			case errors.Is(r.err, errNotFound):
 				// A consistent read answered that it is gone: proof too,
 				// of the state the guard keeps its snapshot through.
@@ -310,6 +349,8 @@ func (p *prover) run(ctx context.Context) error {
 				switch {
 				case lastErr != nil:
 					reason = lastErr.Error()
+				case inFlight && p.unanswered.Load() == alsoRead:
+					reason = fmt.Sprintf("no answer to a consistent read of %s yet", p.alsoName)
 				case inFlight:
 					reason = fmt.Sprintf("no answer to a consistent read of FeatureGate %s yet", p.name)
 				}

@@ -64,6 +64,10 @@ type Guard struct {
 	reconciler *reconciler
 	// cache is the manager's, built once the snapshot is taken.
 	cache *deferredCache
+	// tls and tlsComparison read and compare the TLS profile, when
+	// Options.TLSProfile asks for it; nil otherwise.
+	tls           *tlsSource
+	tlsComparison *tlsComparison
 
 	mu    sync.Mutex
 	built bool
@@ -99,7 +103,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	announce := func(ctx context.Context, s Snapshot) {
 		m.startupFeatureSet.WithLabelValues(s.FeatureSetName()).Set(1)
 		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
-		writer.record(ctx, ref, corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
+		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
 	}
 	versions, err := newVersionResolver(cfg, opts)
 	if err != nil {
@@ -112,6 +116,17 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		read:     src.read, rewriteTimeout: entryRewriteTimeout,
 		events: writer, metrics: m, log: opts.Logger}
 	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
+	if opts.TLSProfile != nil {
+		if g.tls, err = newTLSSource(cfg, *opts.TLSProfile, opts.FreshnessBound); err != nil {
+			return nil, err
+		}
+		g.tlsComparison = &tlsComparison{startup: g.startup, stopper: g.stopper, name: g.tls.name,
+			events: writer, metrics: m, log: opts.Logger}
+		g.startup.tls = g.tls
+		g.monitor.prover.also = g.tlsComparison.verify(g.tls)
+		g.monitor.prover.alsoName = "APIServer " + g.tls.name
+		g.monitor.reconnectAlso = g.tls.api.reconnect
+	}
 	g.restConfig = rest.CopyConfig(cfg)
 	g.restConfig.Wrap(g.alarm.wrapTransport)
 	return g, nil

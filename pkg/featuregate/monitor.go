@@ -33,6 +33,9 @@ type monitor struct {
 	// prover keeps the proof with a deadline that Current needs besides a
 	// followed source.
 	prover *prover
+	// reconnectAlso renews the connections of the prover's second read
+	// (the APIServer's) with the source's; nil without one.
+	reconnectAlso func()
 
 	current atomic.Bool
 }
@@ -77,6 +80,16 @@ func (m *monitor) Start(ctx context.Context) error {
 		} else if err == nil && m.comparison.compare(ctx, fg, "verify") {
 			return nil
 		}
+		if err == nil && m.prover.also != nil {
+			// The rest of the snapshot is proven with it, or not at all.
+			actx, cancel := context.WithTimeout(ctx, m.prover.bound)
+			changed, aerr := m.prover.also(actx)
+			cancel()
+			if changed {
+				return nil
+			}
+			err = aerr
+		}
 		if err != nil {
 			lost = true
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -84,6 +97,9 @@ func (m *monitor) Start(ctx context.Context) error {
 				// link, a frozen API server, one cut off from etcd that
 				// still answers pings); the next read dials afresh.
 				m.src.reconnect()
+				if m.reconnectAlso != nil {
+					m.reconnectAlso()
+				}
 			}
 			// A read that reached no server costs it nothing: read again
 			// soon, so that a change made during an outage is seen as soon
@@ -117,6 +133,9 @@ func (m *monitor) Start(ctx context.Context) error {
 		if errors.Is(err, errLapsed) {
 			lost = true
 			m.src.reconnect() // logged by the prover
+			if m.reconnectAlso != nil {
+				m.reconnectAlso()
+			}
 		} else if err != nil {
 			lost = true
 			m.log.Info("FeatureGate view not current; reading it again", "featureGate", m.name, "reason", err.Error())

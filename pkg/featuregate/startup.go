@@ -38,6 +38,8 @@ type startup struct {
 	src     source
 	name    string
 	version string
+	// tls, when set, reads the TLS profile the snapshot carries.
+	tls *tlsSource
 	// versions, when set, resolves the version to read (a placeholder
 	// Version is the ClusterVersion's); nil: version as given.
 	versions   *versionResolver
@@ -109,6 +111,12 @@ func (s *startup) Start(ctx context.Context) error {
 		if err == nil {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
 				"snapshot", snap.String(), "version", snap.Version(), "versionFrom", s.versionFrom, "attempts", attempt)
+			if snap.tls != nil && snap.tls.Honored {
+				if skipped := snap.tls.settings().skipped; len(skipped) > 0 {
+					s.log.Info("TLS profile names what this binary cannot serve; serving without it", "skipped", skipped,
+						"tlsProfile", snap.tls.String())
+				}
+			}
 			s.publish(snap)
 			if s.announce != nil {
 				s.announce(ctx, snap)
@@ -138,7 +146,10 @@ func (s *startup) Start(ctx context.Context) error {
 		loud := time.Since(started) >= s.warnAfter
 		if failures, ok := quiet.dueOr(err, time.Now(), loud && !warned); ok {
 			warned = warned || loud
-			const msg = "FeatureGate not read; no feature set assumed, retrying"
+			msg := "FeatureGate not read; no feature set assumed, retrying"
+			if errors.As(err, new(*tlsUnreadError)) {
+				msg = "TLS security profile not read; no profile assumed, retrying"
+			}
 			kv := []any{"featureGate", s.name, "attempt", attempt, "failures", failures, "retryIn", delay.String(),
 				"waited", time.Since(started).Round(time.Second).String(), "readinessServed", s.readinessServed}
 			if !loud {
@@ -239,11 +250,28 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 		return Snapshot{}, err
 	}
 	snap, err := Read(fg, version.version)
-	if err == nil {
-		s.versionFrom = version.from
+	if err != nil {
+		return Snapshot{}, err
 	}
-	return snap, err
+	if s.tls != nil {
+		tctx, cancel := context.WithTimeout(ctx, limit)
+		p, err := s.tls.read(tctx)
+		cancel()
+		if err != nil {
+			return Snapshot{}, &tlsUnreadError{err}
+		}
+		snap.tls = &p
+	}
+	s.versionFrom = version.from
+	return snap, nil
 }
+
+// tlsUnreadError is a startup read that got the FeatureGate but not the
+// TLS profile: the readiness check says which is missing.
+type tlsUnreadError struct{ err error }
+
+func (e *tlsUnreadError) Error() string { return e.err.Error() }
+func (e *tlsUnreadError) Unwrap() error { return e.err }
 
 // hedgedRead is one read bounded by limit, and beside it another each
 // hedgeAfter it goes unanswered (up to maxReadsInFlight): a kube-apiserver
@@ -317,6 +345,8 @@ func (s *startup) Check(_ *http.Request) error {
 	switch {
 	case s.snap != nil:
 		return nil
+	case errors.As(s.lastErr, new(*tlsUnreadError)):
+		return fmt.Errorf("initial TLS security profile not read yet: %w", s.lastErr)
 	case s.lastErr != nil:
 		return fmt.Errorf("initial FeatureGate not read yet: %w", s.lastErr)
 	default:

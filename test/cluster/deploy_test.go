@@ -80,14 +80,25 @@ func installCRDs(t *testing.T) {
 	for _, f := range crds {
 		kubectl(t, "", "apply", "--server-side", "-f", f)
 	}
-	kubectl(t, "", "wait", "--for=condition=Established", "--timeout=1m", "crd/featuregates.config.openshift.io", "crd/clusteroperators.config.openshift.io")
+	kubectl(t, "", "wait", "--for=condition=Established", "--timeout=1m", "crd/featuregates.config.openshift.io", "crd/clusteroperators.config.openshift.io",
+		"crd/apiservers.config.openshift.io")
 }
 
-// createFeatureGate creates FeatureGate/cluster with set, deleted when the
-// test ends.
+// createFeatureGate creates FeatureGate/cluster with set, and the
+// APIServer/cluster whose TLS profile the shipped configuration serves on
+// the metrics endpoint, deleted when the test ends.
 func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
 	t.Helper()
 	c := admin(t)
+	as := &configv1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := c.Create(context.Background(), as); err != nil {
+		t.Fatalf("create APIServer cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Delete(context.Background(), as); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete APIServer cluster: %v", err)
+		}
+	})
 	t.Cleanup(func() {
 		fg := controlplane.FeatureGate(set)
 		if err := c.Delete(context.Background(), fg); err != nil && !apierrors.IsNotFound(err) {

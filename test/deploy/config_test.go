@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/featuregate-operator/operator/test/framework/harness"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -80,20 +83,32 @@ func TestSampleConfigRuns(t *testing.T) {
 	// The sample's releaseVersion is testVersion; its watchedGates are
 	// ExampleGateA and ExampleGateB.
 	createFeatureGate(t, admin, configv1.TechPreviewNoUpgrade, []string{"ExampleGateA", "UnwatchedGate"}, []string{"ExampleGateB"})
+	// Its metrics.tlsProfileFrom is "cluster": served as read, under the
+	// strict adherence policy.
+	g.Expect(admin.Create(ctx, &configv1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: configv1.APIServerSpec{TLSSecurityProfile: &configv1.TLSSecurityProfile{Type: configv1.TLSProfileModernType, Modern: &configv1.ModernTLSProfile{}},
+			TLSAdherence: configv1.TLSAdherencePolicyStrictAllComponents}})).To(Succeed())
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(cp.WriteKubeconfig(kubeconfig)).To(Succeed())
 	health := harness.FreeAddr(t)
+	metrics := harness.FreeAddr(t)
 	op := startOperator(t, health,
 		"--config="+filepath.Join(root, "config", "samples", "operatorconfig.yaml"),
 		"--kubeconfig="+kubeconfig,
-		"--metrics-bind-address="+harness.FreeAddr(t),
+		"--metrics-bind-address="+metrics,
 		"--health-probe-bind-address="+health,
 		"--leader-election-namespace=default",
 		"--manifests-dir="+t.TempDir(),
 	)
 	g.Expect(op.ReadyWithin(90 * time.Second)).To(Succeed())
 	g.Expect(op.Logged(harness.All(harness.Message("Startup snapshot taken"),
-		harness.KeyEquals("snapshot", "TechPreviewNoUpgrade (version "+testVersion+": enabled [ExampleGateA UnwatchedGate], disabled [ExampleGateB])")))).To(Succeed())
+		harness.HasKey("snapshot")))).To(Succeed())
+	line, ok := op.Log.Find(harness.Message("Startup snapshot taken"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(line.Get("snapshot")).To(HavePrefix("TechPreviewNoUpgrade (version " + testVersion + ": enabled [ExampleGateA UnwatchedGate], disabled [ExampleGateB]); TLS profile Modern"))
+	// The metrics endpoint serves the profile read: Modern takes no TLS 1.2.
+	g.Expect(tlsHandshake(metrics, tls.VersionTLS12)).To(MatchError(ContainSubstring("protocol version")))
+	g.Expect(tlsHandshake(metrics, tls.VersionTLS13)).To(Succeed())
 	// The sample's clusterOperatorName and leader election are in effect.
 	g.Eventually(func() error {
 		return admin.Get(ctx, client.ObjectKey{Name: "featuregate-operator"}, &configv1.ClusterOperator{})
@@ -102,4 +117,14 @@ func TestSampleConfigRuns(t *testing.T) {
 	g.Expect(op.Signal(os.Interrupt)).To(Succeed())
 	g.Expect(op.WaitExit(time.Minute)).To(Equal(0))
 	g.Expect(op.Logged(harness.All(harness.Message("Graceful shutdown complete"), harness.KeyEquals("reason", "signal")))).To(Succeed())
+}
+
+// tlsHandshake is one TLS handshake with addr, offering at most version.
+func tlsHandshake(addr string, version uint16) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+		&tls.Config{InsecureSkipVerify: true, MaxVersion: version}) //nolint:gosec // the endpoint's self-signed certificate
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }

@@ -297,9 +297,10 @@ func Root() (string, error) {
 	}
 }
 
-// OpenShiftCRDs are the FeatureGate, ClusterOperator and ClusterVersion
-// (its Default variant) CRDs exactly as the pinned github.com/openshift/api
-// module ships them, CEL rules included.
+// OpenShiftCRDs are the FeatureGate, ClusterOperator, ClusterVersion (its
+// Default variant) and APIServer (its TechPreviewNoUpgrade variant, which
+// has spec.tlsAdherence and the TLS groups) CRDs exactly as the pinned
+// github.com/openshift/api module ships them, CEL rules included.
 func OpenShiftCRDs() ([]string, error) {
 	api, err := OpenShiftAPIDir()
 	if err != nil {
@@ -310,6 +311,7 @@ func OpenShiftCRDs() ([]string, error) {
 		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
 		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
 		filepath.Join(dir, ClusterVersionCRD),
+		filepath.Join(dir, "0000_10_config-operator_01_apiservers-TechPreviewNoUpgrade.crd.yaml"),
 	}
 	// A renamed file in a newer openshift/api should fail here, by name,
 	// rather than as a kind the test API server does not serve.

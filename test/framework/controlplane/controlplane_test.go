@@ -81,8 +81,8 @@ func TestOpenShiftCRDsExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 3 {
-		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate, ClusterOperator and ClusterVersion CRDs", files)
+	if len(files) != 4 {
+		t.Fatalf("OpenShiftCRDs() = %v, want the FeatureGate, ClusterOperator, ClusterVersion and APIServer CRDs", files)
 	}
 }
 

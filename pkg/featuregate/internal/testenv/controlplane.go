@@ -100,17 +100,31 @@ func (cp *ControlPlane) StopAPIServer() error { return cp.env.ControlPlane.APISe
 // StartAPIServer starts it again, on the same address and certificates.
 func (cp *ControlPlane) StartAPIServer() error { return cp.env.ControlPlane.APIServer.Start() }
 
-// OpenShiftCRDs are the FeatureGate and ClusterVersion CRDs exactly as the
-// resolved github.com/openshift/api ships them.
+// OpenShiftCRDs are the FeatureGate, ClusterVersion and APIServer CRDs
+// exactly as the resolved github.com/openshift/api ships them; the
+// APIServer's is TechPreviewNoUpgrade's, which has spec.tlsAdherence.
 func OpenShiftCRDs() ([]string, error) {
+	return crds("0000_10_config-operator_01_featuregates.crd.yaml",
+		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+		"0000_10_config-operator_01_apiservers-TechPreviewNoUpgrade.crd.yaml")
+}
+
+// FeatureGateCRDs are OpenShiftCRDs without the APIServer's: a cluster
+// that serves no APIServer API.
+func FeatureGateCRDs() ([]string, error) {
+	return crds("0000_10_config-operator_01_featuregates.crd.yaml",
+		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
+}
+
+func crds(names ...string) ([]string, error) {
 	api, err := OpenShiftAPIDir()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(api, "config", "v1", "zz_generated.crd-manifests")
-	files := []string{
-		filepath.Join(dir, "0000_10_config-operator_01_featuregates.crd.yaml"),
-		filepath.Join(dir, "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
+	var files []string
+	for _, n := range names {
+		files = append(files, filepath.Join(dir, n))
 	}
 	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
