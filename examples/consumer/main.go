@@ -39,6 +39,7 @@ type flags struct {
 	// metricsAddr and tlsProfileFrom: metrics over HTTPS with the TLS
 	// profile of that APIServer.
 	metricsAddr, tlsProfileFrom string
+	tlsLegacyAdhering           bool
 }
 
 func main() {
@@ -54,7 +55,8 @@ func main() {
 	flag.BoolVar(&f.watchFeatureSet, "watch-feature-set", true, "Restart when spec.featureSet changes too (its decisions report the feature set); false restarts only for gate changes, as library-go does.")
 	flag.DurationVar(&f.cacheSyncTimeout, "cache-sync-timeout", 2*time.Minute, "How long a controller may wait for its cache to sync.")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `Address of the metrics endpoint, over HTTPS with a self-signed certificate ("0": not served).`)
-	flag.StringVar(&f.tlsProfileFrom, "tls-profile-from", "cluster", `The APIServer whose TLS security profile the metrics endpoint serves, read with the FeatureGate; honoured whatever spec.tlsAdherence says, as for a component that honoured it before the policy existed ("": not read, Go's defaults).`)
+	flag.StringVar(&f.tlsProfileFrom, "tls-profile-from", "cluster", `The APIServer whose TLS security profile the metrics endpoint serves, read with the FeatureGate ("": not read, Go's defaults).`)
+	flag.BoolVar(&f.tlsLegacyAdhering, "tls-legacy-adhering", true, "Honour the TLS profile whatever spec.tlsAdherence says, as a component that honoured it before the policy existed; false: only under StrictAllComponents.")
 	// JSON (not kubebuilder's development console): the keys are the story.
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -136,5 +138,5 @@ func tlsProfile(f flags) *featuregate.TLSProfileOptions {
 	if f.metricsAddr == "0" || f.tlsProfileFrom == "" {
 		return nil
 	}
-	return &featuregate.TLSProfileOptions{APIServer: f.tlsProfileFrom, LegacyAdhering: true}
+	return &featuregate.TLSProfileOptions{APIServer: f.tlsProfileFrom, LegacyAdhering: f.tlsLegacyAdhering}
 }

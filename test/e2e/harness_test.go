@@ -56,6 +56,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	code := harness.RunWithManager(m, "e2e", func(b *harness.Built) { repoRoot, managerBin = b.Root, b.Manager })
+	if pattern.dir != "" {
+		_ = os.RemoveAll(pattern.dir)
+	}
 	if consumer.dir != "" {
 		_ = os.RemoveAll(consumer.dir)
 	}
