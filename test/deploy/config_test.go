@@ -107,7 +107,8 @@ func TestSampleConfigRuns(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(line.Get("snapshot")).To(HavePrefix("TechPreviewNoUpgrade (version " + testVersion + ": enabled [ExampleGateA UnwatchedGate], disabled [ExampleGateB]); TLS profile Modern"))
 	// The metrics endpoint serves the profile read: Modern takes no TLS 1.2.
-	g.Expect(tlsHandshake(metrics, tls.VersionTLS12)).To(MatchError(ContainSubstring("protocol version")))
+	g.Eventually(func() error { return tlsHandshake(metrics, tls.VersionTLS12) }).WithTimeout(30 * time.Second).
+		Should(MatchError(ContainSubstring("protocol version")))
 	g.Expect(tlsHandshake(metrics, tls.VersionTLS13)).To(Succeed())
 	// The sample's clusterOperatorName and leader election are in effect.
 	g.Eventually(func() error {
