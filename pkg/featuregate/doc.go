@@ -73,10 +73,23 @@
 // reader of a FeatureGate, for tools that answer for a cluster the way the
 // guard would.
 //
+// Options.TLSProfile adds the cluster's TLS security profile (the
+// APIServer's spec.tlsSecurityProfile, resolved, and spec.tlsAdherence) to
+// the snapshot, with the same discipline: not ready until it is read (or,
+// where there is no APIServer, the fallback Options.TLSProfile.Absent names
+// is taken; without one the guard waits), a change of what the component
+// serves with stops the manager (detectedBy "reconcile" or "freshness", a
+// TLSProfileChanged Event on the APIServer), and Current vouches for it
+// with the FeatureGate, each proof one consistent read of both.
+// Guard.TLSOpts, in the metrics and webhook servers' TLSOpts, fails every
+// handshake until the profile is read and then serves it, so nothing is
+// ever negotiated under a profile that was assumed.
+//
 // The guard needs RBAC to get, list and watch featuregates
 // (config.openshift.io), to create and patch events (events.k8s.io) unless
 // Options.EventRecorder records them, and, when Options.Version is the
-// placeholder, to get the clusterversion "version"; the package's
+// placeholder, to get the clusterversion "version", and with
+// Options.TLSProfile to get, list and watch apiservers; the package's
 // +kubebuilder:rbac markers say exactly that, for controller-gen, and
 // config/rbac/role.yaml of this module is the ClusterRole they generate,
 // for RBAC written by hand. Without Events the guard logs that once and

@@ -2,6 +2,7 @@ package featuregate_test
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 )
@@ -150,5 +153,39 @@ func ExampleOptions_eventRecorder() {
 	}
 	if err := mgr.Start(ctx); err != nil {
 		os.Exit(1)
+	}
+}
+
+// The cluster's TLS security profile in the snapshot: the metrics and
+// webhook servers serve it through TLSOpts, which fails every handshake
+// until it is read; a change of what is served restarts the process as a
+// FeatureGate change does.
+func ExampleGuard_TLSOpts() {
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
+		Version:     "4.22.0",
+		EventSource: "example-operator",
+		// MicroShift serves no APIServer: name what to serve there, or
+		// leave Absent nil to wait, not ready.
+		TLSProfile: &featuregate.TLSProfileOptions{APIServer: "cluster"},
+	})
+	if err != nil {
+		os.Exit(1)
+	}
+	tlsOpts := []func(*tls.Config){guard.TLSOpts} // last, after any of your own
+	mgr, err := guard.NewManager(ctrl.Options{
+		HealthProbeBindAddress: ":8081",
+		Metrics:                metricsserver.Options{BindAddress: ":8443", SecureServing: true, TLSOpts: tlsOpts},
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: 9443, TLSOpts: tlsOpts}),
+	})
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+	if snap, ok := guard.Snapshot(); ok {
+		if p, ok := snap.TLSProfile(); ok {
+			ctrl.Log.Info("Served", "tlsProfile", p.String())
+		}
 	}
 }
