@@ -214,10 +214,13 @@ func run(o options) int {
 		code = 1
 	}
 	doc := rep.markdown()
-	// The Fleet section is `make fleet`'s: kept as it was measured.
+	// The Fleet section is `make fleet`'s, the TLS profile's the side-by-side
+	// e2e tests': kept as they were measured.
 	if old, err := os.ReadFile(o.out); err == nil {
-		if fleet := mdsection.Get(string(old), "Fleet"); fleet != "" {
-			doc = mdsection.Put(doc, "Fleet", fleet)
+		for _, kept := range []string{"Fleet", "TLS profile"} {
+			if section := mdsection.Get(string(old), kept); section != "" {
+				doc = mdsection.Put(doc, kept, section)
+			}
 		}
 	}
 	if err := os.WriteFile(o.out, []byte(doc), 0o644); err != nil {
