@@ -71,8 +71,9 @@ type Result struct {
 	// decisions checked.
 	Writes, Decisions int
 	// Applied counts the operator's applies a watch saw (rule 2 judges
-	// them); Leads the times an operator replica took the lease.
-	Applied, Leads int
+	// them); Leads the times an operator replica took the lease; Exits the
+	// processes' exits (rule 3 judges them).
+	Applied, Leads, Exits int
 	// WorstStaleness is the longest a decision trailed the value it was
 	// made on (0 when every decision was on the current value).
 	WorstStaleness time.Duration
@@ -113,6 +114,9 @@ type campaign struct {
 	// faults, at the same moments, though not what the processes make of
 	// them.
 	traffic, faults *rand.Rand
+	// removals draws when payload objects are deleted (its own stream,
+	// so that the changes and faults of a seed stay as they were).
+	removals *rand.Rand
 	rec             *Recorder
 	cp              *controlplane.ControlPlane
 	twin            *controlplane.Twin
@@ -143,6 +147,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		kinds = FaultKinds
 	}
 	c := &campaign{cfg: cfg, traffic: rand.New(rand.NewPCG(uint64(cfg.Seed), 1)), faults: rand.New(rand.NewPCG(uint64(cfg.Seed), 2)),
+		removals: rand.New(rand.NewPCG(uint64(cfg.Seed), 3)),
 		procs: map[string]*supervised{}, bench: newBench(), active: map[string]bool{}}
 	history := filepath.Join(cfg.Dir, "history.jsonl")
 	var err error
@@ -185,6 +190,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		if e.Kind == KindLeading {
 			res.Leads++
+		}
+		if e.Kind == KindExit {
+			res.Exits++
 		}
 	}
 	return res, errors.Join(err, closeErr)
@@ -340,6 +348,16 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 			c.changeCounted(ctx)
 		}
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if harness.Wait(ctx, between(c.removals, time.Second, 3*time.Second)) != nil {
+				return
+			}
+			c.removePayload(ctx)
+		}
+	}()
 	for ctx.Err() == nil {
 		if harness.Wait(ctx, between(c.faults, time.Second, 5*time.Second)) != nil {
 			break
@@ -358,6 +376,20 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// removePayload deletes the payload objects, through the first API server:
+// once every object exists a re-apply changes nothing a watch sees, so
+// without removals rule 2 would judge only the first few applies. The
+// operator's next run (a resync, a restart, a new leader) creates again
+// those its snapshot includes.
+func (c *campaign) removePayload(ctx context.Context) {
+	for name := range payload {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		if err := c.admin.Delete(ctx, cm); err == nil {
+			c.rec.Record(Event{Kind: KindRemoved, Object: name})
+		}
+	}
 }
 
 // between draws a duration in [lo, hi).

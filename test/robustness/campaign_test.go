@@ -130,8 +130,8 @@ func TestCampaigns(t *testing.T) {
 			}
 			results = append(results, res)
 			broken := res.Bench.Broken()
-			t.Logf("seed %d: %d writes (%d changes tried, %d not made), %d decisions checked, %d applies judged (%d leases taken), faults %s, worst staleness %s, bench %s",
-				s, res.Writes, res.Bench.Changes.Tried, res.Bench.Changes.Failed, res.Decisions, res.Applied, res.Leads,
+			t.Logf("seed %d: %d writes (%d changes tried, %d not made), %d decisions checked, %d applies judged (%d leases taken), %d exits judged, faults %s, worst staleness %s, bench %s",
+				s, res.Writes, res.Bench.Changes.Tried, res.Bench.Changes.Failed, res.Decisions, res.Applied, res.Leads, res.Exits,
 				res.Bench.FaultCounts(), res.WorstStaleness.Round(time.Millisecond), health(broken))
 			for _, e := range res.Bench.FirstErrors() {
 				t.Logf("seed %d: first error: %s", s, e)
@@ -141,6 +141,9 @@ func TestCampaigns(t *testing.T) {
 			}
 			for _, why := range broken {
 				t.Errorf("bench broken: %s", why)
+			}
+			for _, why := range unjudged(res) {
+				t.Errorf("a rule judged too little: %s", why)
 			}
 			if len(res.Violations) > 0 || len(broken) > 0 {
 				t.Errorf("replay: make robustness SEED=%d DURATION=%s%s (history: %s)", s, *durationFlag, faultsArg(), res.History)
@@ -152,6 +155,27 @@ func TestCampaigns(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// minApplies is how many applies rule 2 must judge in a campaign: a rule
+// that judges almost nothing proves almost nothing.
+const minApplies = 20
+
+// unjudged says which rules a campaign gave too little to judge: rule 1
+// no decision, rule 2 fewer than minApplies applies, rule 3 no exit.
+// (Rule 4's window, the quiet tail, is in every campaign.)
+func unjudged(res Result) []string {
+	var out []string
+	if res.Decisions == 0 {
+		out = append(out, "no decision checked (rule 1)")
+	}
+	if res.Applied < minApplies {
+		out = append(out, fmt.Sprintf("%d applies judged, fewer than %d (rule 2)", res.Applied, minApplies))
+	}
+	if res.Exits == 0 {
+		out = append(out, "no exit judged (rule 3)")
+	}
+	return out
 }
 
 // health is the bench's health in a word: "ok", or "broken" (the reasons

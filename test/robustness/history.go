@@ -35,6 +35,10 @@ const (
 	// API server no fault touches saw it: Object its name, Value the
 	// feature set that includes it.
 	KindApplied = "applied"
+	// KindRemoved is a payload object the campaign deleted (Object), so
+	// that the operator's next run applies it again where it is included:
+	// an apply a watch sees, for rule 2 to judge.
+	KindRemoved = "removed"
 	// KindSnapshot is a process's startup snapshot (its log line).
 	KindSnapshot = "snapshot"
 	// KindReady is a readiness change of a process (Ready).
