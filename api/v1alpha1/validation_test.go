@@ -60,9 +60,13 @@ func TestValidate(t *testing.T) {
 		{"watchedGates duplicate", func(c *OperatorConfig) { c.WatchedGates = []string{"A", "B", "A"} }, []want{{"watchedGates[2]", field.ErrorTypeDuplicate}}},
 		{"watchedGates comma", func(c *OperatorConfig) { c.WatchedGates = []string{"A,B"} }, []want{{"watchedGates[0]", field.ErrorTypeInvalid}}},
 		{"watchedGates whitespace", func(c *OperatorConfig) { c.WatchedGates = []string{" A"} }, []want{{"watchedGates[0]", field.ErrorTypeInvalid}}},
-		{"tlsProfileFrom and a fallback", func(c *OperatorConfig) { c.Metrics.TLSProfileFrom, c.Metrics.TLSProfileWhenAbsent = "cluster", "Modern" }, nil},
+		{"tlsProfileFrom and a fallback", func(c *OperatorConfig) {
+			c.Metrics.TLSProfileFrom, c.Metrics.TLSProfileWhenAbsent = "cluster", "Modern"
+		}, nil},
 		{"tlsProfileFrom not a name", func(c *OperatorConfig) { c.Metrics.TLSProfileFrom = "Cluster" }, []want{{"metrics.tlsProfileFrom", field.ErrorTypeInvalid}}},
-		{"tlsProfileWhenAbsent unknown", func(c *OperatorConfig) { c.Metrics.TLSProfileFrom, c.Metrics.TLSProfileWhenAbsent = "cluster", "Custom" },
+		{"tlsProfileWhenAbsent unknown", func(c *OperatorConfig) {
+			c.Metrics.TLSProfileFrom, c.Metrics.TLSProfileWhenAbsent = "cluster", "Custom"
+		},
 			[]want{{"metrics.tlsProfileWhenAbsent", field.ErrorTypeNotSupported}}},
 		{"tlsProfileWhenAbsent alone", func(c *OperatorConfig) { c.Metrics.TLSProfileWhenAbsent = "Modern" }, []want{{"metrics.tlsProfileFrom", field.ErrorTypeRequired}}},
 		{"tlsProfileFrom on plain HTTP", func(c *OperatorConfig) { c.Metrics.TLSProfileFrom, c.Metrics.Secure = "cluster", ptr.To(false) },

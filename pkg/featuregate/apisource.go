@@ -259,7 +259,9 @@ func (e *notServedError) Error() string {
 func (e *notServedError) Unwrap() error { return e.err }
 
 // describeReadError is describeReadErrorOf for the FeatureGate.
-func describeReadError(name string, err error) error { return describeReadErrorOf("FeatureGate", name, err) }
+func describeReadError(name string, err error) error {
+	return describeReadErrorOf("FeatureGate", name, err)
+}
 
 // describeReadErrorOf tells an absent object from an absent API: both leave
 // us without a snapshot, but they call for different fixes. Without the

@@ -193,8 +193,8 @@ type prover struct {
 	// answered, and changed true ends the run as a changed FeatureGate
 	// does.
 	also func(context.Context) (changed bool, err error)
-	log     logr.Logger
-	name    string
+	log  logr.Logger
+	name string
 	// alsoName names what also reads, for the lapse's reason.
 	alsoName string
 	// unanswered marks the reads of the one in flight not answered yet:

@@ -6,7 +6,7 @@ import (
 )
 
 var (
-	errTLSNotRead     = errors.New("featuregate: no TLS security profile read yet; no handshake until it is")
+	errTLSNotRead    = errors.New("featuregate: no TLS security profile read yet; no handshake until it is")
 	errTLSNotOptedIn = errors.New("featuregate: Guard.TLSOpts used without featuregate.Options.TLSProfile; no profile is read, so none is served")
 )
 

@@ -74,6 +74,8 @@ type Result struct {
 	// them); Leads the times an operator replica took the lease; Exits the
 	// processes' exits (rule 3 judges them).
 	Applied, Leads, Exits int
+	// Late are the stale applies a fault excused: the residual window.
+	Late []Late
 	// WorstStaleness is the longest a decision trailed the value it was
 	// made on (0 when every decision was on the current value).
 	WorstStaleness time.Duration
@@ -99,12 +101,19 @@ var payload = map[string]string{
 // FaultKinds are the faults a campaign draws from.
 var FaultKinds = []string{
 	"link-hold", "link-delay", "link-cut", "apiserver-freeze", "apiserver-kill", "apiserver-etcd-cut",
-	"etcd-restart", "kill-consumer", "kill-operator", "lease-stolen",
+	"etcd-restart", "kill-consumer", "kill-operator", "lease-stolen", "pause-consumer", "pause-leader",
 }
+
+// pauses stop one of our own processes (SIGSTOP, then SIGCONT): a GC
+// pause, a throttled cgroup, between deciding and writing. They last 100 ms
+// to 10 s.
+var pauses = map[string]bool{"pause-consumer": true, "pause-leader": true}
 
 // stalling faults hold requests in flight: what was sent before them may
 // land when they heal.
-var stalling = map[string]bool{"link-hold": true, "apiserver-freeze": true, "apiserver-etcd-cut": true}
+var stalling = map[string]bool{"link-hold": true, "apiserver-freeze": true, "apiserver-etcd-cut": true,
+	// A write decided before a pause is sent after it.
+	"pause-consumer": true, "pause-leader": true}
 
 // campaign is one run's world.
 type campaign struct {
@@ -117,16 +126,18 @@ type campaign struct {
 	// removals draws when payload objects are deleted (its own stream,
 	// so that the changes and faults of a seed stay as they were).
 	removals *rand.Rand
-	rec             *Recorder
-	cp              *controlplane.ControlPlane
-	twin            *controlplane.Twin
-	link            *faultproxy.Proxy // processes → the twin
-	etcd            *faultproxy.Proxy // the twin → etcd
-	admin           client.Client     // through the first API server, which no fault but etcd's restart touches
-	kube            string            // the processes' kubeconfig
+	rec      *Recorder
+	cp       *controlplane.ControlPlane
+	twin     *controlplane.Twin
+	link     *faultproxy.Proxy // processes → the twin
+	etcd     *faultproxy.Proxy // the twin → etcd
+	admin    client.Client     // through the first API server, which no fault but etcd's restart touches
+	kube     string            // the processes' kubeconfig
 
-	mu     sync.Mutex
-	procs  map[string]*supervised
+	mu    sync.Mutex
+	procs map[string]*supervised
+	// leader is the operator replica that last took the lease.
+	leader string
 	bench  Bench
 	active map[string]bool
 }
@@ -148,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	c := &campaign{cfg: cfg, traffic: rand.New(rand.NewPCG(uint64(cfg.Seed), 1)), faults: rand.New(rand.NewPCG(uint64(cfg.Seed), 2)),
 		removals: rand.New(rand.NewPCG(uint64(cfg.Seed), 3)),
-		procs: map[string]*supervised{}, bench: newBench(), active: map[string]bool{}}
+		procs:    map[string]*supervised{}, bench: newBench(), active: map[string]bool{}}
 	history := filepath.Join(cfg.Dir, "history.jsonl")
 	var err error
 	if c.rec, err = NewRecorder(history); err != nil {
@@ -183,6 +194,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	closeErr := c.rec.Close()
 	res := Result{Seed: cfg.Seed, History: history, Events: c.rec.Events(), Bench: c.benchCounts()}
 	res.Violations = Check(res.Events, cfg.Rules)
+	res.Late = LateApplies(res.Events, cfg.Rules)
 	res.Writes, res.Decisions, res.WorstStaleness = stats(res.Events)
 	for _, e := range res.Events {
 		if e.Kind == KindApplied && !e.Listed {
@@ -364,6 +376,11 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 		}
 		kind := kinds[c.faults.IntN(len(kinds))]
 		length := between(c.faults, time.Second, 8*time.Second)
+		if pauses[kind] {
+			// 1-8 s mapped onto 100 ms-10 s: no draw of its own, so
+			// that the faults' stream draws the same for every kind.
+			length = 100*time.Millisecond + (length-time.Second)*99/70
+		}
 		pick := c.faults.IntN(2)
 		if c.isActive(kind) {
 			continue
@@ -521,6 +538,34 @@ func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func(
 		c.mu.Unlock()
 		p.kill()
 		return nil, nil
+	case "pause-consumer", "pause-leader":
+		name := "consumer"
+		if kind == "pause-leader" {
+			c.mu.Lock()
+			name = c.leader
+			c.mu.Unlock()
+			if name == "" {
+				return nil, errors.New("no operator replica has led yet")
+			}
+		}
+		c.mu.Lock()
+		p := c.procs[name]
+		c.mu.Unlock()
+		pid := p.pid()
+		if pid == 0 {
+			return nil, fmt.Errorf("%s is not running", name)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return nil, fmt.Errorf("pause %s %d: %w", name, pid, err)
+		}
+		return func() error {
+			// Gone (a kill overlapping the pause ends a stopped process):
+			// nothing is left paused.
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("resume %s %d: %w", name, pid, err)
+			}
+			return nil
+		}, nil
 	case "lease-stolen":
 		l := &coordinationv1.Lease{}
 		if err := c.admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaseName}, l); err != nil {

@@ -89,20 +89,8 @@ func Check(h []Event, r Rules) []Violation {
 					[]int{since.Line, e.Line}})
 			}
 		case KindApplied:
-			if e.Listed {
-				continue // when it was written is not known
-			}
-			held, since, ok := tl.staleFor(e.T, func(v string) bool { return featureSetOf(v) == e.Value })
-			if !ok || held <= window {
-				continue
-			}
-			excused := false
-			for _, s := range stalls {
-				if s.T.After(e.T.Add(-held)) && !s.T.After(e.T) {
-					excused = true
-				}
-			}
-			if !excused {
+			held, since, by, stale := staleApply(e, tl, stalls, window)
+			if stale && by == nil {
 				out = append(out, Violation{RuleStaleApply,
 					fmt.Sprintf("%s (for %s) applied at %s; the feature set had been another for %s", e.Object, e.Value, e.T.Format(stamp), held.Round(time.Millisecond)),
 					[]int{since.Line, e.Line}})
@@ -117,6 +105,58 @@ func Check(h []Event, r Rules) []Violation {
 }
 
 const stamp = "15:04:05.000"
+
+// staleApply judges one apply: stale when its feature set had been another
+// for longer than window, and then excused (by, the heal of a fault that
+// held writes in flight since the feature set was last its) or not.
+func staleApply(e Event, tl timeline, stalls []Event, window time.Duration) (held time.Duration, since Event, by *Event, stale bool) {
+	if e.Listed {
+		return 0, Event{}, nil, false // when it was written is not known
+	}
+	held, since, ok := tl.staleFor(e.T, func(v string) bool { return featureSetOf(v) == e.Value })
+	if !ok || held <= window {
+		return 0, Event{}, nil, false
+	}
+	for i, s := range stalls {
+		if s.T.After(e.T.Add(-held)) && !s.T.After(e.T) {
+			return held, since, &stalls[i], true
+		}
+	}
+	return held, since, nil, true
+}
+
+// Late is an apply that landed after its feature set had changed, excused
+// by a fault that held it in flight: the residual window of a write
+// decided before a pause, a held link or a frozen API server and sent
+// after it (Kubernetes has no fencing across objects).
+type Late struct {
+	Object string
+	// After is how long after the heal it landed; Held how long the
+	// feature set had been another.
+	After, Held time.Duration
+	Fault       string
+}
+
+// LateApplies lists the excused stale applies of a history.
+func LateApplies(h []Event, r Rules) []Late {
+	tl := newTimeline(h)
+	var stalls []Event
+	for _, e := range h {
+		if e.Kind == KindFault && e.Stalls && e.Phase == PhaseHeal {
+			stalls = append(stalls, e)
+		}
+	}
+	var out []Late
+	for _, e := range h {
+		if e.Kind != KindApplied {
+			continue
+		}
+		if held, _, by, stale := staleApply(e, tl, stalls, r.Bound+r.Allowance); stale && by != nil {
+			out = append(out, Late{Object: e.Object, After: e.T.Sub(by.T), Held: held, Fault: by.Fault})
+		}
+	}
+	return out
+}
 
 // decidedAt is the earliest moment a decision can have been made: when its
 // request was sent, when that is known.

@@ -86,6 +86,9 @@ func (s *supervised) run() {
 				s.c.rec.Record(Event{Kind: KindSnapshot, Proc: s.name, T: l.At(), Value: l.Get("featureSet")})
 			case strings.Contains(l.Raw, `"msg":"Successfully acquired lease"`):
 				s.c.rec.Record(Event{Kind: KindLeading, Proc: s.name, T: l.At()})
+				s.c.mu.Lock()
+				s.c.leader = s.name
+				s.c.mu.Unlock()
 			}
 		})
 		s.mu.Lock()
@@ -112,6 +115,16 @@ func (s *supervised) run() {
 		time.Sleep(backoff) //nolint:forbidigo // the kubelet's restart backoff
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// pid is the current life's process, or 0 when none runs.
+func (s *supervised) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil || s.p.Exited() {
+		return 0
+	}
+	return s.p.Pid()
 }
 
 // kill SIGKILLs the current life; the supervisor restarts it.
