@@ -92,10 +92,18 @@ const (
 )
 
 // payload maps each applied object to the feature set that includes it.
+// Three per feature set: each run of the operator's after a removal then
+// gives rule 2 three applies to judge.
 var payload = map[string]string{
-	"only-default":     "Default",
-	"only-techpreview": "TechPreviewNoUpgrade",
-	"only-custom":      "CustomNoUpgrade",
+	"only-default":       "Default",
+	"only-default-b":     "Default",
+	"only-default-c":     "Default",
+	"only-techpreview":   "TechPreviewNoUpgrade",
+	"only-techpreview-b": "TechPreviewNoUpgrade",
+	"only-techpreview-c": "TechPreviewNoUpgrade",
+	"only-custom":        "CustomNoUpgrade",
+	"only-custom-b":      "CustomNoUpgrade",
+	"only-custom-c":      "CustomNoUpgrade",
 }
 
 // FaultKinds are the faults a campaign draws from.
@@ -173,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, f := range []func(context.Context){c.observe, c.pollDecisions, c.pollReadiness} {
+	for _, f := range []func(context.Context){c.observe, c.pollDecisions, c.pollReadiness, c.removeRepeatedly} {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(runCtx) }()
 	}
@@ -360,16 +368,7 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 			c.changeCounted(ctx)
 		}
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			if harness.Wait(ctx, between(c.removals, time.Second, 3*time.Second)) != nil {
-				return
-			}
-			c.removePayload(ctx)
-		}
-	}()
+
 	for ctx.Err() == nil {
 		if harness.Wait(ctx, between(c.faults, time.Second, 5*time.Second)) != nil {
 			break
@@ -393,6 +392,15 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// removeRepeatedly removes the payload objects every 0.5 to 2 s until the
+// campaign ends, its quiet tail included (a removal is no FeatureGate write
+// and no fault: the tail's leader applies again, and rule 2 judges it).
+func (c *campaign) removeRepeatedly(ctx context.Context) {
+	for harness.Wait(ctx, between(c.removals, 500*time.Millisecond, 2*time.Second)) == nil {
+		c.removePayload(ctx)
+	}
 }
 
 // removePayload deletes the payload objects, through the first API server:

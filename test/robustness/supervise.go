@@ -42,7 +42,7 @@ func (c *campaign) startProcesses() {
 	for i := range 2 {
 		op := &supervised{c: c, name: fmt.Sprintf("operator-%d", i), bin: c.cfg.Manager, probe: freeAddr()}
 		op.args = []string{"--kubeconfig=" + c.kube, "--health-probe-bind-address=" + op.probe, "--metrics-bind-address=0", "--zap-time-encoding=rfc3339nano",
-			"--release-version=" + version, "--manifests-dir=" + filepath.Join(c.cfg.Dir, "payload"), "--resync-period=10s",
+			"--release-version=" + version, "--manifests-dir=" + filepath.Join(c.cfg.Dir, "payload"), "--resync-period=1s",
 			"--leader-elect", "--leader-election-namespace=" + namespace,
 			// Short: a new replica waits out a lease it finds held (killed
 			// or stolen) for the lease duration from when it saw it.
