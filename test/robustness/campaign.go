@@ -547,21 +547,32 @@ func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func(
 		p.kill()
 		return nil, nil
 	case "pause-consumer", "pause-leader":
-		name := "consumer"
+		names := []string{"consumer"}
 		if kind == "pause-leader" {
+			// The replica that last took the lease; when it is between
+			// two lives (a change restarts every replica), the other:
+			// whichever runs is the one that may lead next.
 			c.mu.Lock()
-			name = c.leader
+			leader := c.leader
 			c.mu.Unlock()
-			if name == "" {
+			if leader == "" {
 				return nil, errors.New("no operator replica has led yet")
 			}
+			names = []string{leader, "operator-0", "operator-1"}
 		}
-		c.mu.Lock()
-		p := c.procs[name]
-		c.mu.Unlock()
-		pid := p.pid()
+		var name string
+		var pid int
+		for _, n := range names {
+			c.mu.Lock()
+			p := c.procs[n]
+			c.mu.Unlock()
+			if pid = p.pid(); pid != 0 {
+				name = n
+				break
+			}
+		}
 		if pid == 0 {
-			return nil, fmt.Errorf("%s is not running", name)
+			return nil, fmt.Errorf("%s is not running", strings.Join(names, ", "))
 		}
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			return nil, fmt.Errorf("pause %s %d: %w", name, pid, err)
