@@ -66,26 +66,34 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // snapshot: a long API outage at start must not run out its cache-sync
 // timeout. It runs on every replica, leader or not.
 func (r *reconciler) controller(mgr manager.Manager) (controller.Controller, error) {
-	c, err := controller.NewUnmanaged("featuregate", controller.Options{
+	// Every update counts, status-only ones included: the gate lists live in
+	// status, so no GenerationChangedPredicate here.
+	return guardController(mgr, "featuregate", r, r.log, r.name,
+		crsource.Kind(mgr.GetCache(), &configv1.FeatureGate{}, &handler.TypedEnqueueRequestForObject[*configv1.FeatureGate]{}))
+}
+
+// guardController is one of the guard's own controllers: unmanaged (the
+// guard starts it behind the snapshot), on every replica, reconciling r
+// for what watch sees and once for the object name whatever the first list
+// holds: an object deleted between the snapshot and the cache sync gives
+// the watch no event, and would otherwise go unreported, with no resync
+// started.
+func guardController(mgr manager.Manager, controllerName string, r reconcile.Reconciler, log logr.Logger, name string, watch crsource.Source) (controller.Controller, error) {
+	c, err := controller.NewUnmanaged(controllerName, controller.Options{
 		Reconciler:         r,
 		NeedLeaderElection: ptr.To(false),
 		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
-		Logger:             r.log,
+		Logger:             log,
 		SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Every update counts, status-only ones included: the gate lists live in
-	// status, so no GenerationChangedPredicate here.
-	if err := c.Watch(crsource.Kind(mgr.GetCache(), &configv1.FeatureGate{}, &handler.TypedEnqueueRequestForObject[*configv1.FeatureGate]{})); err != nil {
+	if err := c.Watch(watch); err != nil {
 		return nil, err
 	}
-	// One reconcile whatever the first list holds: a FeatureGate deleted
-	// between the snapshot and the cache sync gives the watch no event, and
-	// would otherwise go unreported, with no resync started.
 	if err := c.Watch(crsource.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: r.name}})
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		return nil
 	})); err != nil {
 		return nil, err

@@ -9,9 +9,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -66,29 +63,9 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 // on every replica, and only when the cluster serves the APIServer API (an
 // informer of a type not served never syncs).
 func (r *tlsReconciler) controller(mgr manager.Manager) (controller.Controller, error) {
-	c, err := controller.NewUnmanaged("tlsprofile", controller.Options{
-		Reconciler:         r,
-		NeedLeaderElection: ptr.To(false),
-		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
-		Logger:             r.log,
-		SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation,
-	})
-	if err != nil {
-		return nil, err
-	}
 	named := predicate.NewTypedPredicateFuncs(func(u *unstructured.Unstructured) bool { return u.GetName() == r.src.name })
-	if err := c.Watch(crsource.Kind(mgr.GetCache(), newAPIServerObject(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, named)); err != nil {
-		return nil, err
-	}
-	// One reconcile whatever the first list holds: an APIServer deleted
-	// since the startup read gives the watch no event.
-	if err := c.Watch(crsource.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: r.src.name}})
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return guardController(mgr, "tlsprofile", r, r.log, r.src.name,
+		crsource.Kind(mgr.GetCache(), newAPIServerObject(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, named))
 }
 
 // whenServed runs r unless the startup read found no APIServer API; then

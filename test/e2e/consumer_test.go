@@ -60,32 +60,42 @@ func actedWith(enabled bool) harness.Match {
 // directory.
 func buildConsumer(t *testing.T) string {
 	t.Helper()
-	consumer.once.Do(func() {
-		if consumer.dir, consumer.err = os.MkdirTemp("", "e2e-consumer-"); consumer.err != nil {
-			return
-		}
-		consumer.bin = filepath.Join(consumer.dir, "consumer")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		build := exec.CommandContext(ctx, "go", "build", "-o", consumer.bin, ".")
-		build.Dir = filepath.Join(repoRoot, "examples", "consumer")
-		if out, err := build.CombinedOutput(); err != nil {
-			consumer.err = fmt.Errorf("build examples/consumer: %w\n%s", err, out)
-		}
-	})
-	if consumer.err != nil {
-		t.Fatal(consumer.err)
-	}
-	return consumer.bin
+	return consumer.build(t, "consumer", filepath.Join(repoRoot, "examples", "consumer"), ".")
 }
 
 // consumer is the example's binary, built once for the tests that run it
 // (a build beside another lane's timed rounds would load the machine
 // three times over); runMain removes it.
-var consumer struct {
+var consumer binary
+
+// binary is a command built once, into a directory of its own, for the
+// tests that run it.
+type binary struct {
 	once     sync.Once
 	dir, bin string
 	err      error
+}
+
+// build builds pkg of the module in dir as name, once.
+func (b *binary) build(t *testing.T, name, dir, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "e2e-"+name+"-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, "go", "build", "-o", b.bin, pkg)
+		build.Dir = dir
+		if out, err := build.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %w\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
 }
 
 // consumerOptions runs the consumer against kubeconfig for consumerVersion,

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -230,28 +226,8 @@ func TestTLSProfileSideBySideSilentLink(t *testing.T) {
 // buildPattern builds test/crcpattern into a test directory, once.
 func buildPattern(t *testing.T) string {
 	t.Helper()
-	pattern.once.Do(func() {
-		if pattern.dir, pattern.err = os.MkdirTemp("", "e2e-crcpattern-"); pattern.err != nil {
-			return
-		}
-		pattern.bin = filepath.Join(pattern.dir, "crcpattern")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		build := exec.CommandContext(ctx, "go", "build", "-o", pattern.bin, "./test/crcpattern")
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			pattern.err = fmt.Errorf("build test/crcpattern: %w\n%s", err, out)
-		}
-	})
-	if pattern.err != nil {
-		t.Fatal(pattern.err)
-	}
-	return pattern.bin
+	return pattern.build(t, "crcpattern", repoRoot, "./test/crcpattern")
 }
 
 // pattern is the model's binary; runMain removes it.
-var pattern struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
+var pattern binary
