@@ -683,13 +683,34 @@ func (c *campaign) change(ctx context.Context) error {
 	if err := harness.Wait(ctx, c.cfg.EntryRewrite); err != nil {
 		return err
 	}
-	markEntry(fg, version, fg.Spec.FeatureSet)
-	sent = time.Now()
-	if err := c.admin.Status().Update(ctx, fg); err != nil {
-		return fmt.Errorf("rewrite the status entry as cluster-config-operator would: %w", err)
+	return c.rewriteEntry(ctx, fg.Spec.FeatureSet)
+}
+
+// rewriteEntry rewrites this version's entry for set, retrying as
+// cluster-config-operator's controller does (for 30 s): an entry left
+// behind its spec would leave the next snapshot mixed, and a consumer of
+// the feature set holding its exit for a rewrite that never comes.
+func (c *campaign) rewriteEntry(ctx context.Context, set configv1.FeatureSet) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var err error
+	for {
+		fg := &configv1.FeatureGate{}
+		if err = c.admin.Get(ctx, client.ObjectKey{Name: "cluster"}, fg); err == nil {
+			if fg.Spec.FeatureSet != set {
+				return nil // changed again since: that change rewrites it
+			}
+			markEntry(fg, version, set)
+			sent := time.Now()
+			if err = c.admin.Status().Update(ctx, fg); err == nil {
+				c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
+				return nil
+			}
+		}
+		if harness.Wait(ctx, 500*time.Millisecond) != nil {
+			return fmt.Errorf("rewrite the status entry as cluster-config-operator would: %w", err)
+		}
 	}
-	c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
-	return nil
 }
 
 // markEntry rewrites version's entry for feature set set, keeping the
