@@ -61,9 +61,10 @@ func kubectl(t *testing.T, stdin string, args ...string) string {
 	return out
 }
 
-// installCRDs installs the FeatureGate and ClusterOperator CRDs, as the
-// pinned openshift/api ships them, and removes them when the test ends
-// (after what the test registers later).
+// installCRDs installs the FeatureGate, ClusterOperator, ClusterVersion and
+// APIServer CRDs, as the pinned openshift/api ships them, and the
+// APIServer "cluster"; it removes them when the test ends (after what the
+// test registers later).
 func installCRDs(t *testing.T) {
 	t.Helper()
 	crds, err := controlplane.OpenShiftCRDs()
@@ -82,13 +83,8 @@ func installCRDs(t *testing.T) {
 	}
 	kubectl(t, "", "wait", "--for=condition=Established", "--timeout=1m", "crd/featuregates.config.openshift.io", "crd/clusteroperators.config.openshift.io",
 		"crd/apiservers.config.openshift.io")
-}
-
-// createFeatureGate creates FeatureGate/cluster with set, and the
-// APIServer/cluster whose TLS profile the shipped configuration serves on
-// the metrics endpoint, deleted when the test ends.
-func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
-	t.Helper()
+	// The APIServer whose TLS profile the shipped configuration serves on
+	// the metrics endpoint: without it the operator waits, not ready.
 	c := admin(t)
 	as := &configv1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	if err := c.Create(context.Background(), as); err != nil {
@@ -99,6 +95,13 @@ func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
 			t.Errorf("delete APIServer cluster: %v", err)
 		}
 	})
+}
+
+// createFeatureGate creates FeatureGate/cluster with set, deleted when the
+// test ends.
+func createFeatureGate(t *testing.T, set configv1.FeatureSet) {
+	t.Helper()
+	c := admin(t)
 	t.Cleanup(func() {
 		fg := controlplane.FeatureGate(set)
 		if err := c.Delete(context.Background(), fg); err != nil && !apierrors.IsNotFound(err) {
