@@ -54,6 +54,14 @@ func newMonitor(src source, name string, a alarm, c *comparison, bound time.Dura
 	return m
 }
 
+// reconnect renews the connections of every read the proof needs.
+func (m *monitor) reconnect() {
+	m.src.reconnect()
+	if m.reconnectAlso != nil {
+		m.reconnectAlso()
+	}
+}
+
 // NeedLeaderElection is false: every replica guards its own snapshot.
 func (m *monitor) NeedLeaderElection() bool { return false }
 
@@ -96,10 +104,7 @@ func (m *monitor) Start(ctx context.Context) error {
 				// Unanswered: the connection may be the trouble (a silent
 				// link, a frozen API server, one cut off from etcd that
 				// still answers pings); the next read dials afresh.
-				m.src.reconnect()
-				if m.reconnectAlso != nil {
-					m.reconnectAlso()
-				}
+				m.reconnect()
 			}
 			// A read that reached no server costs it nothing: read again
 			// soon, so that a change made during an outage is seen as soon
@@ -132,10 +137,7 @@ func (m *monitor) Start(ctx context.Context) error {
 		}
 		if errors.Is(err, errLapsed) {
 			lost = true
-			m.src.reconnect() // logged by the prover
-			if m.reconnectAlso != nil {
-				m.reconnectAlso()
-			}
+			m.reconnect() // logged by the prover
 		} else if err != nil {
 			lost = true
 			m.log.Info("FeatureGate view not current; reading it again", "featureGate", m.name, "reason", err.Error())

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -247,12 +248,19 @@ type tlsSettings struct {
 	skipped    []string
 }
 
-func (p TLSProfile) settings() tlsSettings {
-	s := tlsSettings{minVersion: tlsVersions[p.MinTLSVersion]}
+// cipherSuiteIDs maps the IANA names of the suites this Go implements to
+// their IDs, built once: apply runs at every handshake.
+var cipherSuiteIDs = sync.OnceValue(func() map[string]uint16 {
 	ids := map[string]uint16{}
 	for _, cs := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
 		ids[cs.Name] = cs.ID
 	}
+	return ids
+})
+
+func (p TLSProfile) settings() tlsSettings {
+	s := tlsSettings{minVersion: tlsVersions[p.MinTLSVersion]}
+	ids := cipherSuiteIDs()
 	for _, name := range p.Ciphers {
 		iana := name
 		if n, ok := openSSLCiphers[name]; ok {
