@@ -23,6 +23,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,13 @@ type Config struct {
 	// 12 s when zero: often enough that faults overlap changes, seldom
 	// enough that an operator replica lives to lead and apply between two.
 	ChangesApart [2]time.Duration
-	Rules        Rules
+	// MinApplies, when positive, extends the quiet tail (removals go on in
+	// it) until a watch saw that many applies, for at most tailExtension:
+	// how many applies a stall-heavy campaign gets depends on the
+	// machine's speed, and a rule that judges almost nothing proves almost
+	// nothing.
+	MinApplies int
+	Rules      Rules
 	// Logf reports progress (t.Logf).
 	Logf func(format string, args ...any)
 }
@@ -89,6 +96,12 @@ const (
 	gate      = "GateA"
 	namespace = "robustness"
 	settle    = 5 * time.Second
+	// tailExtension bounds how long the quiet tail may go on for
+	// Config.MinApplies.
+	tailExtension = time.Minute
+	// etcdMembers is the size of the campaigns' etcd; twinMember is the
+	// member the twin, and so every process, reads through.
+	etcdMembers, twinMember = 3, 2
 )
 
 // payload maps each applied object to the feature set that includes it.
@@ -109,7 +122,7 @@ var payload = map[string]string{
 // FaultKinds are the faults a campaign draws from.
 var FaultKinds = []string{
 	"link-hold", "link-delay", "link-cut", "apiserver-freeze", "apiserver-kill", "apiserver-etcd-cut",
-	"etcd-restart", "kill-consumer", "kill-operator", "lease-stolen", "pause-consumer", "pause-leader",
+	"etcd-restart", "etcd-partition", "kill-consumer", "kill-operator", "lease-stolen", "pause-consumer", "pause-leader",
 }
 
 // pauses stop one of our own processes (SIGSTOP, then SIGCONT): a GC
@@ -120,6 +133,9 @@ var pauses = map[string]bool{"pause-consumer": true, "pause-leader": true}
 // stalling faults hold requests in flight: what was sent before them may
 // land when they heal.
 var stalling = map[string]bool{"link-hold": true, "apiserver-freeze": true, "apiserver-etcd-cut": true,
+	// A proposal the partitioned member holds may reach the leader when
+	// it heals.
+	"etcd-partition": true,
 	// A write decided before a pause is sent after it.
 	"pause-consumer": true, "pause-leader": true}
 
@@ -148,6 +164,8 @@ type campaign struct {
 	leader string
 	bench  Bench
 	active map[string]bool
+	// watched counts the applies a watch saw (Result.Applied, so far).
+	watched int
 }
 
 // Run runs a campaign and checks its history.
@@ -195,6 +213,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err == nil {
 		err = harness.Wait(ctx, settle+3*time.Second)
 	}
+	if err == nil && c.watchedApplies() < cfg.MinApplies {
+		cfg.Logf("seed %d: %d applies seen; the quiet tail goes on for up to %s until %d", cfg.Seed, c.watchedApplies(), tailExtension, cfg.MinApplies)
+		// Not reaching it is no campaign error: the test reports the rule
+		// as judged too little.
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, tailExtension, true, func(context.Context) (bool, error) {
+			return c.watchedApplies() >= cfg.MinApplies, nil
+		})
+		err = ctx.Err()
+	}
 	c.rec.Record(Event{Kind: KindEnd})
 	stop()
 	wg.Wait()
@@ -227,13 +254,20 @@ func (c *campaign) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.cp, err = controlplane.Start(controlplane.Options{CRDs: crds, Out: out, Dir: filepath.Join(c.cfg.Dir, "cp")}); err != nil {
+	// etcd is three members: the first API server is attached to the
+	// first, the twin, which the processes ask, to the last (through a
+	// proxy), which etcd-partition cuts off from the others.
+	if c.cp, err = controlplane.Start(controlplane.Options{CRDs: crds, Out: out, Dir: filepath.Join(c.cfg.Dir, "cp"), EtcdMembers: etcdMembers}); err != nil {
 		return err
 	}
 	if c.admin, err = controlplane.NewClient(c.cp.Config); err != nil {
 		return err
 	}
-	if c.etcd, err = faultproxy.New(c.cp.EtcdURL().Host); err != nil {
+	member, err := c.cp.EtcdMemberURL(twinMember)
+	if err != nil {
+		return err
+	}
+	if c.etcd, err = faultproxy.New(member.Host); err != nil {
 		return err
 	}
 	if c.twin, err = c.cp.SecondAPIServerOn(&url.URL{Scheme: "http", Host: c.etcd.Addr()}); err != nil {
@@ -323,7 +357,13 @@ func (c *campaign) missing() []string {
 	if err != nil {
 		return []string{fmt.Sprintf("kube-apiserver (address %q: %v)", c.twin.Config.Host, err)}
 	}
-	for _, s := range []struct{ name, addr string }{{"etcd", c.cp.EtcdURL().Host}, {"kube-apiserver", twin.Host}} {
+	servers := []struct{ name, addr string }{{"kube-apiserver", twin.Host}}
+	for i := range etcdMembers {
+		if u, err := c.cp.EtcdMemberURL(i); err == nil {
+			servers = append(servers, struct{ name, addr string }{fmt.Sprintf("etcd member %d", i), u.Host})
+		}
+	}
+	for _, s := range servers {
 		if !listening(s.addr) {
 			out = append(out, s.name)
 		}
@@ -392,6 +432,12 @@ func (c *campaign) drive(ctx context.Context, kinds []string) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+func (c *campaign) watchedApplies() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watched
 }
 
 // removeRepeatedly removes the payload objects every 0.5 to 2 s until the
@@ -531,6 +577,11 @@ func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func(
 		// As a kubelet would, until it runs: a start can fail while
 		// another fault holds its etcd link.
 		return func() error { return untilStarted(ctx, c.twin.Stop, c.twin.Start) }, nil
+	case "etcd-partition":
+		if err := c.cp.PartitionEtcdMember(twinMember); err != nil {
+			return nil, err
+		}
+		return func() error { return c.cp.HealEtcdMember(twinMember) }, nil
 	case "etcd-restart":
 		if err := c.cp.StopEtcd(); err != nil {
 			return nil, fmt.Errorf("stop etcd: %w", err)
@@ -821,6 +872,11 @@ func (c *campaign) applied(seen map[string]string, cm *corev1.ConfigMap, listed 
 		return
 	}
 	seen[cm.Name] = cm.ResourceVersion
+	if !listed {
+		c.mu.Lock()
+		c.watched++
+		c.mu.Unlock()
+	}
 	c.rec.Record(Event{Kind: KindApplied, Object: cm.Name, Value: set, RV: cm.ResourceVersion, Listed: listed})
 }
 

@@ -123,7 +123,7 @@ func TestCampaigns(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
 			defer cancel()
-			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)), EntryRewrite: time.Second,
+			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)), EntryRewrite: time.Second, MinApplies: minApplies,
 				Manager: bins.manager, Consumer: bins.consumer, Faults: faultKinds(), Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("campaign: %v", err)
@@ -215,7 +215,7 @@ type plantedBug struct {
 	entryRewrite time.Duration
 }
 
-// plantedBugs are three different ways to break the promise, each caught
+// plantedBugs are four different ways to break the promise, each caught
 // in CI with its seed; RELIABILITY.md keeps the table.
 var plantedBugs = []plantedBug{{
 	// The freshness deadline removed: the prover never runs and the
@@ -247,6 +247,18 @@ var plantedBugs = []plantedBug{{
 		"func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes": "func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes\n\tif snapshot.featureSet == live.featureSet {\n\t\treturn out\n\t}",
 	},
 	faults: []string{"link-delay"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 5, rule: RuleStaleDecision,
+	entryRewrite: time.Second,
+}, {
+	// A proof that proves nothing: the read asks for resourceVersion 0,
+	// which the API server answers from its watch cache. Every fault of
+	// the link still lapses it; only an API server whose etcd member is
+	// cut off from the quorum, fed nothing and answering anyway, shows
+	// the bug (Chubby's jeopardy).
+	name: "freshness proven from the watch cache", file: "apisource.go",
+	patches: map[string]string{
+		`a.client().Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg)`: `a.client().Get().Resource("featuregates").Name(a.name).Param("resourceVersion", "0").MaxRetries(0).Do(ctx).Into(fg)`,
+	},
+	faults: []string{"etcd-partition"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 11, rule: RuleStaleDecision,
 	entryRewrite: time.Second,
 }}
 

@@ -39,6 +39,11 @@ type Options struct {
 	Dir string
 	// Out receives the control plane's output; discarded when nil.
 	Out io.Writer
+	// EtcdMembers, when 3 or more, runs etcd as a cluster of that many
+	// members, the API server attached to the first: a member can then be
+	// partitioned from the others (PartitionEtcdMember). One member when
+	// zero.
+	EtcdMembers int
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -51,6 +56,8 @@ type ControlPlane struct {
 	assets      string
 	mu          sync.Mutex
 	extra       []*envtest.APIServer
+	// etcd is the cluster of Options.EtcdMembers; nil for one member.
+	etcd *etcdCluster
 }
 
 // Start brings up etcd and kube-apiserver on free loopback ports and installs
@@ -80,17 +87,28 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
 		return nil, err
 	}
+	// Its data under dir too: envtest removes a temporary data directory
+	// of its own only if etcd is still running at Stop (not after a
+	// terminal's Ctrl-C reached it first).
+	etcd := &envtest.Etcd{Out: opts.Out, Err: opts.Out, DataDir: filepath.Join(cp.dir, "etcd")}
 	cp.Env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
-		ControlPlane: envtest.ControlPlane{
-			APIServer: apiServer,
-			// Its data under dir too: envtest removes a temporary data
-			// directory of its own only if etcd is still running at Stop
-			// (not after a terminal's Ctrl-C reached it first).
-			Etcd: &envtest.Etcd{Out: opts.Out, Err: opts.Out, DataDir: filepath.Join(cp.dir, "etcd")},
-		},
+		ControlPlane:          envtest.ControlPlane{APIServer: apiServer, Etcd: etcd},
+	}
+	if opts.EtcdMembers > 1 {
+		if opts.EtcdMembers < 3 {
+			return nil, fmt.Errorf("EtcdMembers %d: a partition needs 3 or more to leave a quorum", opts.EtcdMembers)
+		}
+		cp.etcd, err = newEtcdCluster(opts.EtcdMembers, etcd, assets, cp.dir, opts.Out)
+		if err == nil {
+			err = cp.etcd.startOthers()
+		}
+		if err != nil {
+			_ = cp.Stop()
+			return nil, fmt.Errorf("etcd cluster: %w", err)
+		}
 	}
 	if cp.Config, err = cp.Env.Start(); err != nil {
 		_ = cp.Stop()
@@ -111,6 +129,9 @@ func (cp *ControlPlane) Stop() error {
 	}
 	if cp.Env != nil {
 		errs = append(errs, cp.Env.Stop())
+	}
+	if cp.etcd != nil {
+		errs = append(errs, cp.etcd.close())
 	}
 	if cp.ownDir != "" {
 		errs = append(errs, os.RemoveAll(cp.ownDir))
@@ -146,12 +167,53 @@ func (cp *ControlPlane) SecondAPIServer() (*rest.Config, error) {
 // EtcdURL is etcd's client URL.
 func (cp *ControlPlane) EtcdURL() *url.URL { return cp.Env.ControlPlane.Etcd.URL }
 
-// StopEtcd stops etcd, keeping its data; StartEtcd starts it again on the
-// same address.
-func (cp *ControlPlane) StopEtcd() error { return cp.Env.ControlPlane.Etcd.Stop() }
+// StopEtcd stops etcd, every member, keeping its data; StartEtcd starts it
+// again on the same addresses.
+func (cp *ControlPlane) StopEtcd() error {
+	if cp.etcd == nil {
+		return cp.Env.ControlPlane.Etcd.Stop()
+	}
+	// Ours crash first: a leader shut down gracefully while its peers
+	// run hands its leadership over for up to 7 s.
+	return errors.Join(cp.etcd.stopOthers(), cp.Env.ControlPlane.Etcd.Stop())
+}
 
 // StartEtcd starts etcd again after StopEtcd.
-func (cp *ControlPlane) StartEtcd() error { return cp.Env.ControlPlane.Etcd.Start() }
+func (cp *ControlPlane) StartEtcd() error {
+	if cp.etcd != nil {
+		if err := cp.etcd.startOthers(); err != nil {
+			return err
+		}
+	}
+	return cp.Env.ControlPlane.Etcd.Start()
+}
+
+// EtcdMemberURL is the client URL of etcd member i (Options.EtcdMembers),
+// for an API server attached only to it; member 0 is EtcdURL.
+func (cp *ControlPlane) EtcdMemberURL(i int) (*url.URL, error) {
+	if cp.etcd == nil || i < 0 || i >= len(cp.etcd.members) {
+		return nil, fmt.Errorf("no etcd member %d (Options.EtcdMembers)", i)
+	}
+	return cp.etcd.members[i].client, nil
+}
+
+// PartitionEtcdMember cuts etcd member i off from the others, both ways,
+// until HealEtcdMember: it runs and answers its clients, but can neither
+// commit nor serve a linearizable read, and its watches go quiet.
+func (cp *ControlPlane) PartitionEtcdMember(i int) error {
+	if cp.etcd == nil {
+		return errors.New("one etcd member: nothing to partition (Options.EtcdMembers)")
+	}
+	return cp.etcd.partition(i, true)
+}
+
+// HealEtcdMember ends PartitionEtcdMember.
+func (cp *ControlPlane) HealEtcdMember(i int) error {
+	if cp.etcd == nil {
+		return errors.New("one etcd member: nothing to heal (Options.EtcdMembers)")
+	}
+	return cp.etcd.partition(i, false)
+}
 
 // Twin is a second kube-apiserver (see SecondAPIServerOn).
 type Twin struct {

@@ -95,3 +95,49 @@ func TestFeatureGateFixture(t *testing.T) {
 	g.Expect(fg.Spec.CustomNoUpgrade.Disabled).To(BeEmpty())
 	g.Expect(fg.Status.FeatureGates).To(Equal([]configv1.FeatureGateDetails{{Version: "4.1.0", Enabled: []configv1.FeatureGateAttributes{}, Disabled: GateAttributes("B")}}))
 }
+
+// An etcd member partitioned from the others keeps running and answering
+// its API server, which then can neither read consistently nor see a
+// write made through another member, until the partition heals. etcd
+// restarts as a cluster too.
+func TestPartitionedEtcdMember(t *testing.T) {
+	g := NewWithT(t)
+	cp, err := Start(Options{EtcdMembers: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(cp.Stop()).To(Succeed()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	third, err := cp.EtcdMemberURL(2)
+	g.Expect(err).NotTo(HaveOccurred())
+	twin, err := cp.SecondAPIServerOn(third)
+	g.Expect(err).NotTo(HaveOccurred())
+	c := newClient(t, cp.Config)
+	short := rest.CopyConfig(twin.Config)
+	short.Timeout = 3 * time.Second
+	c2 := newClient(t, short)
+
+	fg := FeatureGate(configv1.Default)
+	g.Expect(c.Create(ctx, fg)).To(Succeed())
+	got := &configv1.FeatureGate{}
+	g.Eventually(func() error { return c2.Get(ctx, client.ObjectKey{Name: "cluster"}, got) }).WithTimeout(30 * time.Second).Should(Succeed())
+
+	g.Expect(cp.PartitionEtcdMember(2)).To(Succeed())
+	// The majority elects a leader of its own if the member led.
+	g.Eventually(func() error {
+		fg.Spec.FeatureSet = configv1.TechPreviewNoUpgrade
+		return c.Update(ctx, fg)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	err = c2.Get(ctx, client.ObjectKey{Name: "cluster"}, got)
+	g.Expect(err).To(HaveOccurred(), "a consistent read through the partitioned member: %v", got.Spec.FeatureSet)
+
+	g.Expect(cp.HealEtcdMember(2)).To(Succeed())
+	g.Eventually(func() (configv1.FeatureSet, error) {
+		err := c2.Get(ctx, client.ObjectKey{Name: "cluster"}, got)
+		return got.Spec.FeatureSet, err
+	}).WithTimeout(30 * time.Second).Should(Equal(configv1.TechPreviewNoUpgrade))
+
+	g.Expect(cp.StopEtcd()).To(Succeed())
+	g.Expect(cp.StartEtcd()).To(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: "cluster"}, got) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func() error { return c2.Get(ctx, client.ObjectKey{Name: "cluster"}, got) }).WithTimeout(30 * time.Second).Should(Succeed())
+}

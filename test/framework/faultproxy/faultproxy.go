@@ -9,15 +9,24 @@
 //   - Delay adds latency to every chunk, in order, in both directions;
 //   - with several targets it is a balancer: a new connection goes to the
 //     first target not marked Down, as a load balancer whose health check
-//     has noticed, or has not yet noticed, a failed backend.
+//     has noticed, or has not yet noticed, a failed backend;
+//   - for plain HTTP whose clients name themselves in a header (NewHTTP),
+//     CutFrom cuts one client off while the others pass: one etcd member
+//     partitioned from its peers.
 //
 // TLS passes through untouched, so the client still verifies the server's
 // certificate. Everything it starts ends when the test does.
 package faultproxy
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/textproto"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,7 +50,12 @@ type Proxy struct {
 	// released is closed while bytes flow; Hold replaces it with an open
 	// channel that Release closes.
 	released chan struct{}
-	conns    map[net.Conn]struct{}
+	// conns maps each live connection to its client's name (the header
+	// NewHTTP reads; "" otherwise).
+	conns map[net.Conn]string
+	// header is what NewHTTP names clients by; cutFrom the names cut off.
+	header  string
+	cutFrom map[string]bool
 	// accepted counts connections forwarded (per target), refused those
 	// closed at once.
 	accepted []int
@@ -73,10 +87,47 @@ func New(targets ...string) (*Proxy, error) {
 	released := make(chan struct{})
 	close(released)
 	p := &Proxy{ln: ln, targets: targets, down: make([]bool, len(targets)), accepted: make([]int, len(targets)),
-		released: released, conns: map[net.Conn]struct{}{}}
+		released: released, conns: map[net.Conn]string{}, cutFrom: map[string]bool{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
+}
+
+// NewHTTP is New for plain HTTP/1 traffic whose clients name themselves in
+// header (etcd's members send their peer URLs in X-PeerURLs): it reads each
+// connection's first request head to learn its client, so that CutFrom can
+// cut that client off. A connection keeps its first request's client, as
+// an HTTP/1 connection belongs to the client that opened it.
+func NewHTTP(header string, targets ...string) (*Proxy, error) {
+	p, err := New(targets...)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.header = textproto.CanonicalMIMEHeaderKey(header)
+	p.mu.Unlock()
+	return p, nil
+}
+
+// CutFrom closes the live connections of every client whose header value,
+// a comma-separated list, holds from, and refuses its new ones, until
+// RestoreFrom; other clients pass. Only a proxy made by NewHTTP knows its clients.
+func (p *Proxy) CutFrom(from string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutFrom[from] = true
+	for c, client := range p.conns {
+		if p.isCutOff(client) {
+			_ = c.Close()
+		}
+	}
+}
+
+// RestoreFrom lets the client CutFrom cut off connect again.
+func (p *Proxy) RestoreFrom(from string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cutFrom, from)
 }
 
 // Addr is the proxy's host:port.
@@ -167,31 +218,80 @@ func (p *Proxy) serve() {
 		if err != nil {
 			return // listener closed
 		}
-		target, ok := p.pick()
-		if !ok {
-			_ = in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		if !p.track(in, out) {
-			continue
-		}
-		p.wg.Add(2)
-		go p.pipe(in, out)
-		go p.pipe(out, in)
+		p.wg.Add(1)
+		go p.handle(in)
 	}
 }
 
+// handle forwards one accepted connection, unless the proxy is cut, every
+// target is down, or (NewHTTP) its client is cut off.
+func (p *Proxy) handle(in net.Conn) {
+	defer p.wg.Done()
+	p.mu.Lock()
+	header := p.header
+	p.mu.Unlock()
+	var client string
+	if header != "" {
+		// Tracked while its head is read, so that Cut and Close end it.
+		p.mu.Lock()
+		p.conns[in] = ""
+		p.mu.Unlock()
+		head, name, err := clientOf(in, header)
+		p.mu.Lock()
+		delete(p.conns, in)
+		p.mu.Unlock()
+		if err != nil {
+			_ = in.Close()
+			return
+		}
+		in, client = head, name
+	}
+	target, ok := p.pick(client)
+	if !ok {
+		_ = in.Close()
+		return
+	}
+	out, err := net.Dial("tcp", target)
+	if err != nil {
+		_ = in.Close()
+		return
+	}
+	if !p.track(in, out, client) {
+		return
+	}
+	p.wg.Add(2)
+	go p.pipe(in, out)
+	go p.pipe(out, in)
+}
+
+// clientOf reads the head of a connection's first HTTP request for the
+// client's name in header; the returned connection replays every byte
+// read, then reads on.
+func clientOf(in net.Conn, header string) (net.Conn, string, error) {
+	_ = in.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var read bytes.Buffer
+	req, err := http.ReadRequest(bufio.NewReader(io.TeeReader(in, &read)))
+	if err != nil {
+		return in, "", err
+	}
+	_ = in.SetReadDeadline(time.Time{})
+	return &replayConn{Conn: in, r: io.MultiReader(&read, in)}, req.Header.Get(header), nil
+}
+
+// replayConn is a connection whose first bytes were read already.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
 // pick chooses the target of a new connection: the first one up, unless
 // the proxy is cut or every target is down.
-func (p *Proxy) pick() (string, bool) {
+func (p *Proxy) pick(client string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.cut {
+	if !p.cut && !p.isCutOff(client) {
 		for i, down := range p.down {
 			if !down {
 				p.accepted[i]++
@@ -203,17 +303,28 @@ func (p *Proxy) pick() (string, bool) {
 	return "", false
 }
 
-// track registers a connection pair, unless a Cut came in meanwhile.
-func (p *Proxy) track(in, out net.Conn) bool {
+// isCutOff tells whether CutFrom cut client off; p.mu is held.
+func (p *Proxy) isCutOff(client string) bool {
+	for _, name := range strings.Split(client, ",") {
+		if name = strings.TrimSpace(name); name != "" && p.cutFrom[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// track registers a connection pair, unless a Cut or CutFrom came in
+// meanwhile.
+func (p *Proxy) track(in, out net.Conn, client string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cut {
+	if p.cut || p.isCutOff(client) {
 		_ = in.Close()
 		_ = out.Close()
 		return false
 	}
-	p.conns[in] = struct{}{}
-	p.conns[out] = struct{}{}
+	p.conns[in] = client
+	p.conns[out] = client
 	return true
 }
 

@@ -2,7 +2,11 @@ package faultproxy_test
 
 import (
 	"bufio"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +128,45 @@ func TestBalancerSendsNewConnectionsToTheFirstTargetUp(t *testing.T) {
 	g.Expect(dial(t, p.Addr()).roundTrip("2", time.Second)).To(Equal("b:2\n"))
 	g.Expect(first.roundTrip("3", time.Second)).To(Equal("a:3\n"), "a live connection stays where it is")
 	g.Expect(p.Accepted()).To(Equal([]int{1, 1}))
+}
+
+// A proxy made by NewHTTP cuts one client off, by the name it sends, while
+// the others pass; RestoreFrom lets it back.
+func TestCutFromCutsOneClientOff(t *testing.T) {
+	g := NewWithT(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("hello " + r.Header.Get("X-Client")))
+	}))
+	t.Cleanup(srv.Close)
+	p, err := faultproxy.NewHTTP("x-client", strings.TrimPrefix(srv.URL, "http://"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(p.Close)
+	get := func(name string, c *http.Client) (string, error) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+p.Addr()+"/", nil)
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("X-Client", name)
+		resp, err := c.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	// Each its own keep-alive connection, as etcd's members have.
+	a := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	b := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	g.Expect(get("member-a", a)).To(Equal("hello member-a"))
+	g.Expect(get("member-b", b)).To(Equal("hello member-b"))
+
+	p.CutFrom("member-a")
+	_, err = get("member-a", a)
+	g.Expect(err).To(HaveOccurred(), "member-a's live connection closed and a new one refused")
+	g.Expect(get("member-b", b)).To(Equal("hello member-b"), "the other client passes, on its live connection")
+	g.Expect(get("member-b", &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second})).To(Equal("hello member-b"), "and on a new one")
+
+	p.RestoreFrom("member-a")
+	g.Expect(get("member-a", a)).To(Equal("hello member-a"))
 }
