@@ -215,7 +215,7 @@ type plantedBug struct {
 	entryRewrite time.Duration
 }
 
-// plantedBugs are four different ways to break the promise, each caught
+// plantedBugs are five different ways to break the promise, each caught
 // in CI with its seed; RELIABILITY.md keeps the table.
 var plantedBugs = []plantedBug{{
 	// The freshness deadline removed: the prover never runs and the
@@ -259,6 +259,19 @@ var plantedBugs = []plantedBug{{
 		`a.client().Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg)`: `a.client().Get().Resource("featuregates").Name(a.name).Param("resourceVersion", "0").MaxRetries(0).Do(ctx).Into(fg)`,
 	},
 	faults: []string{"etcd-partition"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 11, rule: RuleStaleDecision,
+	entryRewrite: time.Second,
+}, {
+	// A lapse taken for the end: the monitor gives up instead of reading
+	// again, so the process never decides on anything after its first
+	// lapse. Safe, and useless: no stale decision, no exit; only rule 4
+	// (settled by 5 s after the last fault) sees it, and only when no
+	// change restarted the process since its lapse: changes 15 to 30 s
+	// apart. The unpatched consumer passes the same campaign.
+	name: "no recovery after a lapse", file: "monitor.go",
+	patches: map[string]string{
+		"lost = true\n\t\t\tm.reconnect() // logged by the prover": "return nil // gives up: Current stays false",
+	},
+	faults: []string{"link-hold"}, apart: [2]time.Duration{15 * time.Second, 30 * time.Second}, seed: 13, rule: RuleSettled,
 	entryRewrite: time.Second,
 }}
 
