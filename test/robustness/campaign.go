@@ -164,7 +164,7 @@ type campaign struct {
 	leader string
 	bench  Bench
 	active map[string]bool
-	// watched counts the applies a watch saw (Result.Applied, so far).
+	// watched counts the applies a watch saw: Result.Applied.
 	watched int
 }
 
@@ -231,10 +231,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Violations = Check(res.Events, cfg.Rules)
 	res.Late = LateApplies(res.Events, cfg.Rules)
 	res.Writes, res.Decisions, res.WorstStaleness = stats(res.Events)
+	res.Applied = c.watchedApplies()
 	for _, e := range res.Events {
-		if e.Kind == KindApplied && !e.Listed {
-			res.Applied++
-		}
 		if e.Kind == KindLeading {
 			res.Leads++
 		}
