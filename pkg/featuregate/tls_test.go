@@ -112,36 +112,50 @@ func handshake(addr string, version uint16) error {
 // Started while the API server is down, the guard serves no handshake: not
 // before the profile is read, whatever the client offers. Once the API
 // returns, the snapshot carries the profile and the metrics server serves
-// it: Modern refuses a TLS 1.2 client and takes a TLS 1.3 one.
+// it: Modern refuses a TLS 1.2 client and takes a TLS 1.3 one; Intermediate
+// takes both.
 func TestGuardTLSNoHandshakeBeforeTheProfileIsRead(t *testing.T) {
-	g := NewWithT(t)
-	cp := sharedControlPlane(t)
-	c := testClient(t)
-	name := uniqueName()
-	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
-	createAPIServer(t, c, name, profile(configv1.TLSProfileModernType, nil), configv1.TLSAdherencePolicyStrictAllComponents)
+	for _, tc := range []struct {
+		typ   configv1.TLSProfileType
+		tls12 bool
+	}{{configv1.TLSProfileModernType, false}, {configv1.TLSProfileIntermediateType, true}} {
+		t.Run(string(tc.typ), func(t *testing.T) {
+			g := NewWithT(t)
+			cp := sharedControlPlane(t)
+			c := testClient(t)
+			name := uniqueName()
+			testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+			createAPIServer(t, c, name, profile(tc.typ, nil), configv1.TLSAdherencePolicyStrictAllComponents)
 
-	start := stopAPIServer(t, cp)
-	probe := testenv.FreeAddr(t)
-	gd, metrics := startTLSGuarded(t, cp.Config, featuregate.Options{Name: name,
-		TLSProfile: &featuregate.TLSProfileOptions{APIServer: name}}, probe)
-	g.Eventually(func() error { _, err := net.DialTimeout("tcp", metrics, time.Second); return err }).
-		WithTimeout(30*time.Second).Should(Succeed(), "the metrics server listens before the snapshot")
-	g.Consistently(func() error { return handshake(metrics, tls.VersionTLS13) }).WithTimeout(2*time.Second).
-		Should(MatchError(ContainSubstring("internal error")), "a handshake before the profile was read")
-	g.Expect(readyz(probe, featuregate.CheckName)()).To(HavePrefix("500 "))
+			start := stopAPIServer(t, cp)
+			probe := testenv.FreeAddr(t)
+			gd, metrics := startTLSGuarded(t, cp.Config, featuregate.Options{Name: name,
+				TLSProfile: &featuregate.TLSProfileOptions{APIServer: name}}, probe)
+			g.Eventually(func() error { _, err := net.DialTimeout("tcp", metrics, time.Second); return err }).
+				WithTimeout(30*time.Second).Should(Succeed(), "the metrics server listens before the snapshot")
+			for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+				g.Consistently(func() error { return handshake(metrics, v) }).WithTimeout(time.Second).
+					Should(MatchError(ContainSubstring("internal error")), "a handshake before the profile was read")
+			}
+			g.Expect(readyz(probe, featuregate.CheckName)()).To(HavePrefix("500 "))
 
-	start()
-	snap := gd.taken(t)
-	p, ok := snap.TLSProfile()
-	g.Expect(ok).To(BeTrue())
-	g.Expect(p.Type).To(Equal(configv1.TLSProfileModernType))
-	g.Expect(p.Honored).To(BeTrue())
-	g.Expect(p.From).To(Equal("APIServer " + name))
-	g.Expect(handshake(metrics, tls.VersionTLS12)).To(MatchError(ContainSubstring("protocol version")), "Modern serves no TLS 1.2")
-	g.Expect(handshake(metrics, tls.VersionTLS13)).To(Succeed())
-	g.Eventually(readyz(probe, featuregate.CheckName)).Should(HavePrefix("200 "))
-	gd.current(t)
+			start()
+			snap := gd.taken(t)
+			p, ok := snap.TLSProfile()
+			g.Expect(ok).To(BeTrue())
+			g.Expect(p.Type).To(Equal(tc.typ))
+			g.Expect(p.Honored).To(BeTrue())
+			g.Expect(p.From).To(Equal("APIServer " + name))
+			if tc.tls12 {
+				g.Expect(handshake(metrics, tls.VersionTLS12)).To(Succeed(), "Intermediate serves TLS 1.2")
+			} else {
+				g.Expect(handshake(metrics, tls.VersionTLS12)).To(MatchError(ContainSubstring("protocol version")), "Modern serves no TLS 1.2")
+			}
+			g.Expect(handshake(metrics, tls.VersionTLS13)).To(Succeed())
+			g.Eventually(readyz(probe, featuregate.CheckName)).Should(HavePrefix("200 "))
+			gd.current(t)
+		})
+	}
 }
 
 // Intermediate takes a TLS 1.2 client; a component that does not honour
@@ -218,10 +232,13 @@ func TestGuardTLSProfileChangeStops(t *testing.T) {
 				return
 			}
 			reason := gd.firstReason(t)
-			t.Logf("stopped %s after the write", time.Since(changed).Round(time.Millisecond))
+			stopped := time.Since(changed)
+			t.Logf("stopped %s after the write", stopped.Round(time.Millisecond))
+			g.Expect(stopped).To(BeNumerically("<", time.Second), "the manager's Start returns within a second of the write")
 			g.Expect(reason).To(ContainSubstring(tc.diff))
 			line, _, err := gd.log.Wait(testContext(t), 0, logTLSChanged)
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(gd.log.CountWhere(logTLSChanged)).To(Equal(1), "one line for the change")
 			g.Expect(line.Get("detectedBy")).To(Equal("reconcile"))
 			g.Expect(line.Get("apiServer")).To(Equal(name))
 			g.Expect(line.Get("diff")).To(ContainSubstring(tc.diff))

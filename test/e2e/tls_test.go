@@ -12,9 +12,11 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/featuregate-operator/operator/test/framework/controlplane"
 	"github.com/featuregate-operator/operator/test/framework/faultproxy"
 	"github.com/featuregate-operator/operator/test/framework/harness"
 )
@@ -101,6 +103,28 @@ var (
 	intermediate = &configv1.TLSSecurityProfile{Type: configv1.TLSProfileIntermediateType, Intermediate: &configv1.IntermediateTLSProfile{}}
 )
 
+// customTLS12 is a Custom profile: TLS 1.2 and up, with ciphers (OpenSSL
+// names, as the APIServer spells them).
+func customTLS12(ciphers ...string) *configv1.TLSSecurityProfile {
+	return &configv1.TLSSecurityProfile{Type: configv1.TLSProfileCustomType, Custom: &configv1.CustomTLSProfile{
+		TLSProfileSpec: configv1.TLSProfileSpec{MinTLSVersion: configv1.VersionTLS12, Ciphers: ciphers}}}
+}
+
+// handshakeTLS12With is one TLS 1.2 handshake with addr offering only
+// suite.
+func handshakeTLS12With(addr string, suite uint16) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
+		&tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}}) //nolint:gosec // the endpoints' self-signed certificates
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// exitWithin is how soon after the write of a change of what is served
+// the guard's process has exited (issue 33).
+const exitWithin = time.Second
+
 // At start the API is down and the cluster says Modern. The guard serves
 // no handshake until it has read the profile, then refuses TLS 1.2 and
 // never restarts; the pattern serves TLS 1.2 on the empty profile it
@@ -168,6 +192,11 @@ func TestTLSProfileSideBySideChanges(t *testing.T) {
 	g.Expect(guard.Signal(os.Interrupt)).To(Succeed())
 	g.Expect(guard.WaitExit(exitTimeout)).To(Equal(0))
 
+	const (
+		aes128 = tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+		aes256 = tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+	)
+	logChanged := harness.Message("TLS security profile changed; requesting shutdown")
 	for _, tc := range []struct {
 		what string
 		p    *configv1.TLSSecurityProfile
@@ -175,52 +204,89 @@ func TestTLSProfileSideBySideChanges(t *testing.T) {
 	}{
 		{"adherence LegacyAdheringComponentsOnly -> StrictAllComponents", intermediate, configv1.TLSAdherencePolicyStrictAllComponents},
 		{"profile Intermediate -> Modern", modern, configv1.TLSAdherencePolicyStrictAllComponents},
+		{"profile Modern -> Custom", customTLS12("ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384"), configv1.TLSAdherencePolicyStrictAllComponents},
+		{"Custom ciphers: two -> one", customTLS12("ECDHE-RSA-AES128-GCM-SHA256"), configv1.TLSAdherencePolicyStrictAllComponents},
 	} {
 		guard, pattern := start()
+		if tc.what == "Custom ciphers: two -> one" {
+			g.Expect(handshakeTLS12With(guard.metrics, aes256)).To(Succeed(), "guard: the Custom profile's second cipher is served")
+		}
 		changed := setAPIServer(t, c, tc.p, tc.a)
 		g.Expect(guard.WaitExit(exitTimeout)).To(Equal(0), "guard: %s", tc.what)
 		g.Expect(pattern.WaitExit(exitTimeout)).To(Equal(0), "pattern: %s", tc.what)
-		line, ok := guard.Log.Find(harness.All(harness.Message("TLS security profile changed; requesting shutdown"), harness.HasKey("diff")))
+		line, ok := guard.Log.Find(harness.All(logChanged, harness.HasKey("diff")))
 		g.Expect(ok).To(BeTrue(), "guard: the change logged with its diff")
+		g.Expect(guard.Log.CountWhere(logChanged)).To(Equal(1), "guard: one line for the change")
+		exited := guard.ExitedAt().Sub(changed)
 		t.Logf("%s: guard exited %dms after the write (detected by %s), pattern %dms", tc.what,
-			guard.ExitedAt().Sub(changed).Milliseconds(), line.Get("detectedBy"), pattern.ExitedAt().Sub(changed).Milliseconds())
+			exited.Milliseconds(), line.Get("detectedBy"), pattern.ExitedAt().Sub(changed).Milliseconds())
+		g.Expect(exited).To(BeNumerically("<", exitWithin), "guard: exit 0 within %s of the write", exitWithin)
 	}
+
+	// The replacement serves the one cipher left, and refuses the other.
+	guard = startGuardTLS(t, "guard", kc, false)
+	g.Eventually(guard.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+	// Ready says the snapshot is taken; the metrics server may still be
+	// coming up.
+	g.Eventually(func() error { return handshakeTLS12With(guard.metrics, aes128) }).WithTimeout(readyTimeout).Should(Succeed())
+	g.Expect(handshakeTLS12With(guard.metrics, aes256)).To(MatchError(ContainSubstring("handshake failure")), "guard: a cipher the profile dropped")
 }
 
-// A silent link between the processes and the API server while the
-// profile changes: the guard's Current turns false within the bound (its
-// /decide says no), the pattern has no such notion; both exit 0 once the
-// link returns.
+// A fault that leaves the processes' connections open but silent while
+// the profile changes: a silent link between them and the API server, or
+// the API server they use cut off from etcd (the change is made through one
+// that still reaches it). The guard's Current turns false within the bound
+// (its /decide says no), the pattern has no such notion and keeps serving
+// the superseded profile; both exit 0 once the fault heals.
 func TestTLSProfileSideBySideSilentLink(t *testing.T) {
-	lane(t)
-	g := NewWithT(t)
-	cp, c := startConsumerCluster(t, true)
-	setAPIServer(t, c, intermediate, configv1.TLSAdherencePolicyStrictAllComponents)
-	link := faultproxy.Start(t, hostOf(t, cp.Config))
-	kc := harness.Kubeconfig(t, viaProxy(cp.Config, link.Addr()))
-	decide := harness.FreeAddr(t)
-	guard := startGuardTLS(t, "guard", kc, false, "--decide-bind-address="+decide)
-	pattern := startPatternTLS(t, "pattern", kc)
-	g.Eventually(guard.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	g.Eventually(pattern.Ready).WithTimeout(readyTimeout).Should(BeTrue())
-	ds := pollDecisions(t, decide)
-	g.Eventually(ds.goNow).WithTimeout(readyTimeout).Should(BeTrue())
+	for _, tc := range []struct {
+		fault string
+		// via returns the configuration the processes use and the proxy
+		// the fault holds.
+		via func(t *testing.T, cp *controlplane.ControlPlane) (*rest.Config, *faultproxy.Proxy)
+	}{
+		{"silent link", func(t *testing.T, cp *controlplane.ControlPlane) (*rest.Config, *faultproxy.Proxy) {
+			link := faultproxy.Start(t, hostOf(t, cp.Config))
+			return viaProxy(cp.Config, link.Addr()), link
+		}},
+		{"API server cut from etcd", func(t *testing.T, cp *controlplane.ControlPlane) (*rest.Config, *faultproxy.Proxy) {
+			cutOff, etcdLink := twinBehindLink(t, cp)
+			t.Cleanup(etcdLink.Release) // before the API server behind it stops
+			return cutOff, etcdLink
+		}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			lane(t)
+			g := NewWithT(t)
+			cp, c := startConsumerCluster(t, true)
+			setAPIServer(t, c, intermediate, configv1.TLSAdherencePolicyStrictAllComponents)
+			cfg, link := tc.via(t, cp)
+			kc := harness.Kubeconfig(t, cfg)
+			decide := harness.FreeAddr(t)
+			guard := startGuardTLS(t, "guard", kc, false, "--decide-bind-address="+decide)
+			pattern := startPatternTLS(t, "pattern", kc)
+			g.Eventually(guard.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+			g.Eventually(pattern.Ready).WithTimeout(readyTimeout).Should(BeTrue())
+			ds := pollDecisions(t, decide)
+			g.Eventually(ds.goNow).WithTimeout(readyTimeout).Should(BeTrue())
 
-	link.Hold()
-	held := time.Now()
-	changed := setAPIServer(t, c, modern, configv1.TLSAdherencePolicyStrictAllComponents)
-	g.Consistently(func() bool { return guard.Running() && pattern.Running() }).WithTimeout(faultFor).Should(BeTrue(), "nothing reaches them")
-	for _, d := range ds.goes(held.Add(goAfterFault)) {
-		g.Expect(d.at.After(time.Now())).To(BeTrue(), "guard: said go %s after the link went silent", d.at.Sub(held))
+			link.Hold()
+			held := time.Now()
+			changed := setAPIServer(t, c, modern, configv1.TLSAdherencePolicyStrictAllComponents)
+			g.Consistently(func() bool { return guard.Running() && pattern.Running() }).WithTimeout(faultFor).Should(BeTrue(), "nothing reaches them")
+			for _, d := range ds.goes(held.Add(goAfterFault)) {
+				g.Expect(d.at.After(time.Now())).To(BeTrue(), "guard: said go %s after the fault began", d.at.Sub(held))
+			}
+			g.Expect(pattern.handshake(tls.VersionTLS12)).To(Succeed(), "pattern: still serving the superseded profile")
+			released := time.Now()
+			link.Release()
+			g.Expect(guard.WaitExit(exitTimeout)).To(Equal(0))
+			g.Expect(pattern.WaitExit(exitTimeout)).To(Equal(0))
+			t.Logf("%s for %s, profile changed %dms into it: guard stopped vouching within %s and exited %dms after the heal; "+
+				"pattern served the old profile without knowing and exited %dms after the heal", tc.fault,
+				faultFor, changed.Sub(held).Milliseconds(), goAfterFault, guard.ExitedAt().Sub(released).Milliseconds(), pattern.ExitedAt().Sub(released).Milliseconds())
+		})
 	}
-	g.Expect(pattern.handshake(tls.VersionTLS12)).To(Succeed(), "pattern: still serving the superseded profile")
-	released := time.Now()
-	link.Release()
-	g.Expect(guard.WaitExit(exitTimeout)).To(Equal(0))
-	g.Expect(pattern.WaitExit(exitTimeout)).To(Equal(0))
-	t.Logf("link held %s, profile changed %dms into it: guard stopped vouching within %s and exited %dms after the release; "+
-		"pattern served the old profile without knowing and exited %dms after the release",
-		faultFor, changed.Sub(held).Milliseconds(), goAfterFault, guard.ExitedAt().Sub(released).Milliseconds(), pattern.ExitedAt().Sub(released).Milliseconds())
 }
 
 // buildPattern builds test/crcpattern into a test directory, once.
