@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +33,16 @@ const (
 
 // eventWriter records the guard's Events on the FeatureGate: through the
 // adopter's recorder when Options.EventRecorder is set, else itself, one
-// synchronous write each: they are rare, and the change one announces is
-// followed within milliseconds by a shutdown that would drop a recorder's
-// queue. An Event is a courtesy, never a condition: a failure is logged
-// and the guard goes on; a forbidden one is logged once, as RBAC that
-// grants no Events is a choice the operator's author made.
+// write each, which the manager's Start waits for before it returns
+// (flush): they are rare, and the change one announces is followed within
+// milliseconds by a shutdown that would drop a recorder's queue. Each write
+// runs beside the work that records it, not in its way: the runnable that
+// detected a change returns at once, and the manager drains its other
+// runnables while the Event is written, instead of after it (in a restart
+// stampede, dozens of processes write theirs to one busy API server). An
+// Event is a courtesy, never a condition: a failure is logged and the
+// guard goes on; a forbidden one is logged once, as RBAC that grants no
+// Events is a choice the operator's author made.
 type eventWriter struct {
 	client    client.Client
 	recorder  events.EventRecorder
@@ -43,6 +50,8 @@ type eventWriter struct {
 	instance  string
 	log       logr.Logger
 	forbidden *atomic.Bool
+	// pending are the writes under way.
+	pending *writes
 }
 
 func newEventWriter(c client.Client, recorder events.EventRecorder, source string, log logr.Logger) eventWriter {
@@ -51,7 +60,50 @@ func newEventWriter(c client.Client, recorder events.EventRecorder, source strin
 	if len(instance) > 128 {
 		instance = instance[:128]
 	}
-	return eventWriter{client: c, recorder: recorder, source: source, instance: instance, log: log, forbidden: &atomic.Bool{}}
+	return eventWriter{client: c, recorder: recorder, source: source, instance: instance, log: log, forbidden: &atomic.Bool{}, pending: &writes{}}
+}
+
+// flush waits for the writes under way, each bounded by its own timeout.
+func (w eventWriter) flush() { w.pending.wait() }
+
+// writes are goroutines that flush waits for. Not a sync.WaitGroup: a
+// write may start while flush waits (a runnable that outlived the
+// manager's drain), which a WaitGroup forbids.
+type writes struct {
+	mu   sync.Mutex
+	done []chan struct{}
+}
+
+// start runs write in a goroutine of its own.
+func (ws *writes) start(write func()) {
+	d := make(chan struct{})
+	ws.mu.Lock()
+	ws.done = slices.DeleteFunc(ws.done, closed)
+	ws.done = append(ws.done, d)
+	ws.mu.Unlock()
+	go func() {
+		defer close(d)
+		write()
+	}()
+}
+
+// wait returns once every write started before it ended.
+func (ws *writes) wait() {
+	ws.mu.Lock()
+	ds := slices.Clone(ws.done)
+	ws.mu.Unlock()
+	for _, d := range ds {
+		<-d
+	}
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // record records one Event about the object ref names (a FeatureGate,
@@ -69,17 +121,19 @@ func (w eventWriter) record(ctx context.Context, ref *corev1.ObjectReference, ev
 	if w.forbidden.Load() {
 		return
 	}
-	err := w.write(ctx, ref, eventType, reason, action, note)
-	switch {
-	case err == nil:
-	case apierrors.IsForbidden(err):
-		if !w.forbidden.Swap(true) {
-			w.log.Info("Events forbidden; the guard records none (grant create and patch on events.k8s.io events, or set Options.EventRecorder)",
-				strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason, "error", err.Error())
+	w.pending.start(func() {
+		err := w.write(ctx, ref, eventType, reason, action, note)
+		switch {
+		case err == nil:
+		case apierrors.IsForbidden(err):
+			if !w.forbidden.Swap(true) {
+				w.log.Info("Events forbidden; the guard records none (grant create and patch on events.k8s.io events, or set Options.EventRecorder)",
+					strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason, "error", err.Error())
+			}
+		default:
+			w.log.Error(err, "Event not recorded", strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason)
 		}
-	default:
-		w.log.Error(err, "Event not recorded", strings.ToLower(ref.Kind[:1])+ref.Kind[1:], ref.Name, "reason", reason)
-	}
+	})
 }
 
 func (w eventWriter) write(ctx context.Context, ref *corev1.ObjectReference, eventType, reason, action, note string) error {

@@ -68,6 +68,9 @@ type Guard struct {
 	// Options.TLSProfile asks for it; nil otherwise.
 	tls           *tlsSource
 	tlsComparison *tlsComparison
+	// events writes the guard's Events; the manager's Start returns once
+	// they are written.
+	events eventWriter
 
 	mu    sync.Mutex
 	built bool
@@ -109,7 +112,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g = &Guard{opts: opts, src: src, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce)}
+	g = &Guard{opts: opts, src: src, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
 	g.startup.versions = versions
 	g.comparison = &comparison{startup: g.startup, stopper: g.stopper,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},

@@ -182,7 +182,11 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	m.guard.stopper.starting(cancel)
 	m.startOnce.Do(func() { close(m.started) })
 	defer m.stopOnce.Do(func() { close(m.stopped) })
-	return m.Manager.Start(ctx)
+	err := m.Manager.Start(ctx)
+	// The Events recorded on the way out announce why it stopped; they
+	// were written while the runnables drained.
+	m.guard.events.flush()
+	return err
 }
 
 // afterCache starts r once the snapshot is taken and the cache built from

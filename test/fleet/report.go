@@ -28,10 +28,13 @@ type Report struct {
 	LibraryGoStampede Stampede `json:"libraryGoStampede"`
 	// BareStampede is the same stampede with test/fleet/cmd/bare, the
 	// guard with nothing else to do, in every adopter's place.
-	BareStampede Stampede  `json:"bareStampede"`
-	Costs        []Cost    `json:"costs"`
-	Failures     []string  `json:"failures,omitempty"`
-	Measured     time.Time `json:"measured"`
+	BareStampede Stampede `json:"bareStampede"`
+	Costs        []Cost   `json:"costs"`
+	// ReadCosts is what each kind of read a proof could be made of costs
+	// the servers, measured with no adopter running.
+	ReadCosts []ReadCost `json:"readCosts,omitempty"`
+	Failures  []string   `json:"failures,omitempty"`
+	Measured  time.Time  `json:"measured"`
 }
 
 // readyChart draws, for each half second since the write, how many of n
@@ -146,6 +149,15 @@ func (r Report) Markdown() string {
 		return fmt.Sprint(x.Lapses)
 	})
 	row(fmt.Sprintf("CPU busy during it (all processes, of %d cores)", runtime.NumCPU()), func(x Stampede) string { return fmt.Sprintf("%.0f%%", x.Busy*100) })
+	row("API server's own latency of single-object calls during it (SLI, `"+sliMetric+"`, bucket bounds)", func(x Stampede) string { return x.ServerSLI.String() })
+	row("the same, whole request time (`"+durationMetric+"`)", func(x Stampede) string { return x.ServerDuration.String() })
+	row("CPU of each replacement from its start until Ready", func(x Stampede) string { return x.StartCPU.String() })
+	row("least time that work needs here: (replacements' CPU + etcd and kube-apiserver CPU) / cores", func(x Stampede) string {
+		if x.Cores == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s = (%s + %s) / %d", ms(x.CPUFloor()), ms(x.StartsCPU), ms(x.ServersCPU), x.Cores)
+	})
 	if c := readyChart(s.ReadyTimes, r.N); c != "" {
 		fmt.Fprintf(&b, "\nexamples/consumer adopters Ready again, by time since the write:\n\n```text\n%s```\n", c)
 	}
@@ -183,6 +195,11 @@ func (r Report) Markdown() string {
 		}
 	}
 	b.WriteString(proofCost(r.Costs))
+	if len(r.ReadCosts) > 0 {
+		b.WriteString("\n### What one read costs: the floor of any proof made of reads\n\n")
+		b.WriteString("Each kind of read sent one after another on one kept-alive connection, with no adopter running, interleaved in rounds; each server's CPU from /proc, its idle rate over the same time taken off. 0.1 of a core over 180 replicas reading once a second (the default bound's pace) leaves 0.56 ms of both servers' CPU per read.\n\n")
+		b.WriteString(readCostTable(r.ReadCosts))
+	}
 	return b.String()
 }
 

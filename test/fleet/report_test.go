@@ -59,6 +59,10 @@ func TestFleetReport(t *testing.T) {
 		r.Failures = append(r.Failures, "cost: "+err.Error())
 		t.Fatalf("cost: %v", err)
 	}
+	if r.ReadCosts, err = f.ReadCosts(ctx, 3, 1000); err != nil {
+		r.Failures = append(r.Failures, "read cost: "+err.Error())
+		t.Fatalf("read cost: %v", err)
+	}
 }
 
 func TestReadyChartCountsAdoptersByHalfSecond(t *testing.T) {

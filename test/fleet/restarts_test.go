@@ -86,6 +86,11 @@ func assertTargets(t *testing.T, phases []Phase) {
 			if len(r.ConsumedChanged) == 0 && !r.Spec.WatchFeatureSet && r.Guard != 0 {
 				t.Errorf("%s: %s (%s) restarted %d times though none of its gates changed", ph.Name, r.Spec.Name, r.Spec.Describe(), r.Guard)
 			}
+			// The other side: a guard that detects nothing would pass the
+			// two rules above.
+			if len(r.ConsumedChanged) > 0 && r.Guard == 0 {
+				t.Errorf("%s: %s (%s) kept running though gates it consumes changed: %v", ph.Name, r.Spec.Name, r.Spec.Describe(), r.ConsumedChanged)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,29 @@ type Stampede struct {
 	// write until every adopter was Ready: near 1, the stampede waited for
 	// CPU, not for the API.
 	Busy float64 `json:"busy"`
+	// ServerSLI and ServerDuration are the API server's own latency of
+	// single-object calls from the write until every adopter was Ready
+	// (its histograms' buckets): without the prober's wait for CPU.
+	ServerSLI      histogram `json:"serverSLI"`
+	ServerDuration histogram `json:"serverDuration"`
+	// StartCPU is the CPU each replacement used from its start until it
+	// was seen Ready; ServersCPU is etcd's and kube-apiserver's over the
+	// same window as Busy; Cores the machine's. Their sum over Cores is
+	// the least time the stampede could take on this machine, however its
+	// starts were spread.
+	StartCPU   Dist          `json:"startCPU"`
+	StartsCPU  time.Duration `json:"startsCPU"`
+	ServersCPU time.Duration `json:"serversCPU"`
+	Cores      int           `json:"cores"`
+}
+
+// CPUFloor is the least wall time the replacements' starts and the
+// servers' work need on Cores: (StartsCPU + ServersCPU) / Cores.
+func (s Stampede) CPUFloor() time.Duration {
+	if s.Cores == 0 {
+		return 0
+	}
+	return (s.StartsCPU + s.ServersCPU) / time.Duration(s.Cores)
 }
 
 // machineCPU is the busy and total CPU time of the machine so far, in
@@ -180,7 +204,13 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		before[a] = a.Starts()
 	}
 	var write time.Time
-	var readyAt sync.Map
+	var readyAt, startCPU sync.Map
+	etcd, apiserver, err := f.serverPIDs()
+	if err != nil {
+		return st, err
+	}
+	servers := []int{etcd, apiserver}
+	st.Cores = runtime.NumCPU()
 	ph, err := f.run(ctx, "stampede: "+f.Gates.Common+" (consumed by all) flipped", func(ctx context.Context, log func(string)) error {
 		ce, cd, enabled := f.flipped(f.Gates.Common)
 		if err := f.writeSpec(ctx, "CustomNoUpgrade", ce, cd); err != nil {
@@ -191,6 +221,8 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		if err := harness.Wait(ctx, offsets(f.rng, []string{"all"})[0].after); err != nil {
 			return err
 		}
+		lat0, latErr := scrapeLatency(ctx, f.cp.Config)
+		servers0 := harness.CPUOf(servers)
 		write = time.Now() // when the request is sent: the detections follow it
 		busy0, total0, cpuErr := machineCPU()
 		err := f.writeEntries(ctx, func(e map[string]Entry) {
@@ -210,6 +242,9 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 				_ = poll(ctx, f.settleTimeout(), 100*time.Millisecond, func() (bool, string) {
 					if a.Starts() > before[a] && a.Ready() {
 						readyAt.Store(a, time.Now())
+						if cpu, err := harness.ProcCPU(a.Current().Pid()); err == nil {
+							startCPU.Store(a, cpu)
+						}
 						return true, ""
 					}
 					return false, ""
@@ -219,6 +254,10 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		wg.Wait()
 		if busy1, total1, err := machineCPU(); err == nil && cpuErr == nil && total1 > total0 {
 			st.Busy = float64(busy1-busy0) / float64(total1-total0)
+		}
+		st.ServersCPU = harness.CPUOf(servers) - servers0
+		if lat1, err := scrapeLatency(ctx, f.cp.Config); err == nil && latErr == nil {
+			st.ServerSLI, st.ServerDuration = lat1.SLI.since(lat0.SLI), lat1.Duration.since(lat0.Duration)
 		}
 		return nil
 	})
@@ -269,6 +308,13 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			}
 		}
 	}
+	var cpus []time.Duration
+	startCPU.Range(func(_, v any) bool {
+		cpus = append(cpus, v.(time.Duration))
+		st.StartsCPU += v.(time.Duration)
+		return true
+	})
+	st.StartCPU = summarize(cpus)
 	st.Ready, st.Detect, st.Tail, st.Start = summarize(ready), summarize(detect), summarize(tail), summarize(start)
 	st.ReadyTimes = ready
 	st.API = pr.between(write, write.Add(st.AllReady))

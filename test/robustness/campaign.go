@@ -525,10 +525,50 @@ func (c *campaign) inject(ctx context.Context, kind string, length time.Duration
 		if err != nil {
 			c.cfg.Logf("fault not healed: kind=%s err=%v", kind, err)
 		}
+		if err == nil && ofTheServers[kind] {
+			if err := c.servesAgain(ctx); err != nil {
+				c.cfg.Logf("fault healed, the API server does not serve: kind=%s err=%v", kind, err)
+			}
+		}
 		c.count(func(b *Bench) { addTo(b.Heals, kind, err) })
 	}
 	c.rec.Record(Event{Kind: KindFault, Fault: kind, Phase: PhaseHeal, Stalls: stalling[kind]})
 }
+
+// ofTheServers are the faults of etcd and the twin, whose heal is over
+// once the twin serves again (servesAgain).
+var ofTheServers = map[string]bool{"etcd-restart": true, "etcd-partition": true, "apiserver-kill": true,
+	"apiserver-etcd-cut": true, "apiserver-freeze": true}
+
+// servesAgain waits, up to servesWithin, until the twin answers a
+// consistent read of the FeatureGate. A server fault is healed when the API
+// server the processes ask serves what they read, not when the bench has
+// started again what it stopped: kube-apiserver keeps an etcd client per
+// resource, each reconnecting with a backoff of its own, and one seen
+// answering the FeatureGate 7 s after etcd was back (every process read it
+// in the same millisecond) is the world settling late, not a guard.
+func (c *campaign) servesAgain(ctx context.Context) error {
+	twin, err := controlplane.NewClient(c.twin.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, servesWithin)
+	defer cancel()
+	for {
+		rctx, done := context.WithTimeout(ctx, time.Second)
+		err = twin.Get(rctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
+		done()
+		if err == nil {
+			return nil
+		}
+		if harness.Wait(ctx, 50*time.Millisecond) != nil {
+			return fmt.Errorf("no consistent read of FeatureGate cluster answered within %s: %w", servesWithin, err)
+		}
+	}
+}
+
+// servesWithin bounds servesAgain.
+const servesWithin = time.Minute
 
 // start begins a fault and returns what heals it.
 func (c *campaign) start(ctx context.Context, kind string, pick int) (heal func() error, err error) {

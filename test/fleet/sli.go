@@ -1,0 +1,138 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// The API server's own latency histograms, read from its /metrics: what a
+// client on a starved machine measures is partly its own wait for CPU,
+// what the server records is the SLI of Kubernetes' API call latency SLO
+// (single-object calls, p99 ≤ 1 s).
+const (
+	// sliMetric leaves out the time a request waits in priority and
+	// fairness queues and in webhooks: the SLO's own measure.
+	sliMetric = "apiserver_request_sli_duration_seconds"
+	// durationMetric is the whole time the server held the request.
+	durationMetric = "apiserver_request_duration_seconds"
+)
+
+// histogram is cumulative bucket counts by finite upper bound, and the
+// count of every request (the +Inf bucket), summed over the single-object
+// calls (scope resource, every verb but the long-running ones).
+type histogram struct {
+	Bounds []float64 `json:"bounds"`
+	Counts []uint64  `json:"counts"`
+	N      uint64    `json:"n"`
+}
+
+// apiLatency is both histograms at one moment.
+type apiLatency struct{ SLI, Duration histogram }
+
+// scrapeLatency reads the API server's histograms through cfg.
+func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return apiLatency{}, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
+	}
+	return apiLatency{SLI: singleObject(families[sliMetric]), Duration: singleObject(families[durationMetric])}, nil
+}
+
+// longRunning are the verbs the SLO leaves out.
+var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
+
+func singleObject(f *dto.MetricFamily) histogram {
+	var h histogram
+	if f == nil {
+		return h
+	}
+	sum := map[float64]uint64{}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["scope"] != "resource" || longRunning[labels["verb"]] {
+			continue
+		}
+		for _, b := range m.GetHistogram().GetBucket() {
+			if !math.IsInf(b.GetUpperBound(), 1) {
+				sum[b.GetUpperBound()] += b.GetCumulativeCount()
+			}
+		}
+		h.N += m.GetHistogram().GetSampleCount()
+	}
+	for b := range sum {
+		h.Bounds = append(h.Bounds, b)
+	}
+	slices.Sort(h.Bounds)
+	for _, b := range h.Bounds {
+		h.Counts = append(h.Counts, sum[b])
+	}
+	return h
+}
+
+// since is the requests h counts that before did not.
+func (h histogram) since(before histogram) histogram {
+	out := histogram{Bounds: h.Bounds, Counts: make([]uint64, len(h.Counts)), N: h.N - min(before.N, h.N)}
+	for i, b := range h.Bounds {
+		var was uint64
+		if j := slices.Index(before.Bounds, b); j >= 0 {
+			was = before.Counts[j]
+		}
+		out.Counts[i] = h.Counts[i] - min(was, h.Counts[i])
+	}
+	return out
+}
+
+// total is the number of requests.
+func (h histogram) total() uint64 { return h.N }
+
+// quantileBound is the upper bound of the bucket that holds quantile q:
+// the histogram says no more than that.
+func (h histogram) quantileBound(q float64) float64 {
+	n := h.total()
+	if n == 0 {
+		return math.NaN()
+	}
+	want := uint64(math.Ceil(q * float64(n)))
+	for i, c := range h.Counts {
+		if c >= want {
+			return h.Bounds[i]
+		}
+	}
+	return math.Inf(1)
+}
+
+// String is the p50 and p99 bounds and the count.
+func (h histogram) String() string {
+	if h.total() == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("p50 ≤ %s, p99 ≤ %s (n=%d)", seconds(h.quantileBound(0.5)), seconds(h.quantileBound(0.99)), h.total())
+}
+
+func seconds(s float64) string {
+	if math.IsInf(s, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%gs", s)
+}
