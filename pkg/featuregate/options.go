@@ -86,9 +86,11 @@ type Options struct {
 	// its broadcaster and its queue (which may drop the last Event at the
 	// restart it announces; the log line never is). It must exist before
 	// NewGuard, as one from client-go's events.NewEventBroadcasterAdapter
-	// does. When nil, the guard writes events.k8s.io/v1 Events itself, each
-	// before it acts, and needs create on them (config/rbac/role.yaml of
-	// this module); without that it logs once and records none.
+	// does. When nil, the guard writes events.k8s.io/v1 Events itself
+	// (the manager's Start returns once they are written: the stop's
+	// Event is written while the manager drains, not before it starts to),
+	// and needs create on them (config/rbac/role.yaml of this module);
+	// without that it logs once and records none.
 	EventRecorder events.EventRecorder
 	// Registry receives the guard's metrics; controller-runtime's registry,
 	// which the manager serves, when nil.

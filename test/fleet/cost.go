@@ -31,8 +31,14 @@ type Cost struct {
 	Name   string        `json:"name"`
 	N      int           `json:"n"`
 	Window time.Duration `json:"window"`
-	// ServerCPU is etcd's and kube-apiserver's CPU over the window.
+	// ServerCPU is etcd's and kube-apiserver's CPU over the window;
+	// EtcdCPU the first's part of it.
 	ServerCPU time.Duration `json:"serverCPU"`
+	EtcdCPU   time.Duration `json:"etcdCPU"`
+	// EtcdRSSKiB and APIServerRSSKiB are the servers' resident sets at
+	// the window's end.
+	EtcdRSSKiB      int64 `json:"etcdRSSKiB"`
+	APIServerRSSKiB int64 `json:"apiServerRSSKiB"`
 	// AdopterCPU is the adopters' own CPU over the window, summed.
 	AdopterCPU time.Duration `json:"adopterCPU"`
 	// RSSKiB is the adopters' mean resident set at the window's end.
@@ -63,10 +69,11 @@ func (c Cost) cores(base Cost, replicas int) float64 {
 // busy guard adopters (/decide asked every 100 ms each: a caller relying
 // on Current()). The restart fleet must be stopped first.
 func (f *Fleet) Costs(ctx context.Context, idleBin string, n int, window time.Duration) ([]Cost, error) {
-	servers := harness.PIDsMatching(f.cp.EtcdURL().Host)
-	if len(servers) != 2 {
-		return nil, fmt.Errorf("etcd and kube-apiserver by their etcd URL %s: found pids %v", f.cp.EtcdURL().Host, servers)
+	etcd, apiserver, err := f.serverPIDs()
+	if err != nil {
+		return nil, err
 	}
+	servers := []int{etcd, apiserver}
 	guard := func(i int, extra ...string) *Adopter {
 		s := Spec{Name: fmt.Sprintf("idle-guard-%02d", i), Version: versionCurrent}
 		return newAdopter(s, f.cfg.Consumer, f.consumerArgs(s, extra...))
@@ -158,9 +165,16 @@ func (f *Fleet) cost(ctx context.Context, name string, n int, mk func(int) *Adop
 			})
 		}
 	}
-	server0, adopters0 := harness.CPUOf(servers), harness.CPUOf(pids())
+	// servers is etcd's pid, then kube-apiserver's.
+	server0, etcd0, adopters0 := harness.CPUOf(servers), harness.CPUOf(servers[:1]), harness.CPUOf(pids())
 	err := harness.Wait(ctx, window)
-	c.ServerCPU, c.AdopterCPU = harness.CPUOf(servers)-server0, harness.CPUOf(pids())-adopters0
+	c.ServerCPU, c.EtcdCPU, c.AdopterCPU = harness.CPUOf(servers)-server0, harness.CPUOf(servers[:1])-etcd0, harness.CPUOf(pids())-adopters0
+	if m, err := harness.ProcStatus(servers[0]); err == nil {
+		c.EtcdRSSKiB = m.RSS
+	}
+	if m, err := harness.ProcStatus(servers[1]); err == nil {
+		c.APIServerRSSKiB = m.RSS
+	}
 	stopDeciders()
 	deciders.Wait()
 	if err != nil {

@@ -174,7 +174,7 @@ func (r Report) Markdown() string {
 
 	b.WriteString("\n### Idle and busy cost on the API server, guard vs library-go\n\n")
 	b.WriteString("etcd + kube-apiserver CPU from /proc over the window (the harness's own requests are not in it), after a 10 s warm-up; per adopter-hour above the baseline, and extrapolated to 180 replicas. RSS is the adopters' mean.\n\n")
-	b.WriteString("| phase | adopters | window | etcd + apiserver CPU | s per adopter-hour | cores at 180 replicas | adopter CPU, s per hour each | adopter RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| phase | adopters | window | etcd + apiserver CPU (etcd's part) | s per adopter-hour | cores at 180 replicas | adopter CPU, s per hour each | adopter RSS | etcd / kube-apiserver RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var base Cost
 	for _, c := range r.Costs {
 		if c.N == 0 {
@@ -189,9 +189,13 @@ func (r Report) Markdown() string {
 			self = fmt.Sprintf("%.1f", c.AdopterCPU.Seconds()/float64(c.N)/c.Window.Hours())
 			rss = fmt.Sprintf("%.1f MiB", float64(c.RSSKiB)/1024)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", c.Name, c.N, c.Window, ms(c.ServerCPU), per, cores, self, rss)
+		servers := "-"
+		if c.EtcdRSSKiB > 0 || c.APIServerRSSKiB > 0 {
+			servers = fmt.Sprintf("%.0f / %.0f MiB", float64(c.EtcdRSSKiB)/1024, float64(c.APIServerRSSKiB)/1024)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s (%s) | %s | %s | %s | %s | %s |\n", c.Name, c.N, c.Window, ms(c.ServerCPU), ms(c.EtcdCPU), per, cores, self, rss, servers)
 		if c.Decide200+c.Decide503+c.DecideErr > 0 {
-			fmt.Fprintf(&b, "| ↳ /decide answers | | | 200: %d | 503: %d | failed: %d | | |\n", c.Decide200, c.Decide503, c.DecideErr)
+			fmt.Fprintf(&b, "| ↳ /decide answers | | | 200: %d | 503: %d | failed: %d | | | |\n", c.Decide200, c.Decide503, c.DecideErr)
 		}
 	}
 	b.WriteString(proofCost(r.Costs))
