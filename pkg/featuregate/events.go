@@ -33,8 +33,8 @@ const (
 
 // eventWriter records the guard's Events on the FeatureGate: through the
 // adopter's recorder when Options.EventRecorder is set, else itself, one
-// write each, which the manager's Start waits for before it returns
-// (flush): they are rare, and the change one announces is followed within
+// write each (5 s at most), which the manager's Start waits for, within a
+// budget, before it returns (flushWithin): they are rare, and the change one announces is followed within
 // milliseconds by a shutdown that would drop a recorder's queue. Each write
 // runs beside the work that records it, not in its way: the runnable that
 // detected a change returns at once, and the manager drains its other
@@ -64,7 +64,19 @@ func newEventWriter(c client.Client, recorder events.EventRecorder, source strin
 }
 
 // flush waits for the writes under way, each bounded by its own timeout.
-func (w eventWriter) flush() { w.pending.wait() }
+func (w eventWriter) flush() { w.pending.wait(0) }
+
+// flushWithin waits for the writes under way for at most budget, and logs
+// those it leaves behind: on the way out, a process must not wait on a busy
+// API server for a courtesy (in a restart stampede every process writes
+// its Event at once, and the exit would wait for the slowest).
+func (w eventWriter) flushWithin(budget time.Duration) {
+	started := time.Now()
+	if left := w.pending.wait(budget); left > 0 {
+		w.log.Info("Events not written in time; exiting without them", "pending", left,
+			"waited", time.Since(started).Round(time.Millisecond).String())
+	}
+}
 
 // writes are goroutines that flush waits for. Not a sync.WaitGroup: a
 // write may start while flush waits (a runnable that outlived the
@@ -87,14 +99,32 @@ func (ws *writes) start(write func()) {
 	}()
 }
 
-// wait returns once every write started before it ended.
-func (ws *writes) wait() {
+// wait returns once every write started before it ended, or once
+// budget passed (when above zero), with how many had not ended.
+func (ws *writes) wait(budget time.Duration) int {
 	ws.mu.Lock()
 	ds := slices.Clone(ws.done)
 	ws.mu.Unlock()
-	for _, d := range ds {
-		<-d
+	var expired <-chan time.Time
+	if budget > 0 {
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		expired = t.C
 	}
+	for i, d := range ds {
+		select {
+		case <-d:
+		case <-expired:
+			left := 0
+			for _, d := range ds[i:] {
+				if !closed(d) {
+					left++
+				}
+			}
+			return left
+		}
+	}
+	return 0
 }
 
 func closed(c chan struct{}) bool {

@@ -147,6 +147,10 @@ func StartMonitor(ctx context.Context, g *Guard) error { return g.monitor.Start(
 // StartStartup runs the startup read alone.
 func StartStartup(ctx context.Context, g *Guard) error { return g.startup.Start(ctx) }
 
+// FlushEvents waits for the guard's Event writes under way, as the
+// manager's Start does before it returns.
+func FlushEvents(g *Guard) { g.events.flush() }
+
 // Compare is the guard's comparison of fg with the snapshot, as a detector
 // named detectedBy makes it.
 func Compare(ctx context.Context, g *Guard, fg *configv1.FeatureGate, detectedBy string) bool {

@@ -285,6 +285,12 @@ func (p *prover) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if inFlight {
+				// Its reads end with ctx; a change it found is reported
+				// (its Event registered with the writer) before the
+				// monitor returns and the manager's Start flushes.
+				<-results
+			}
 			return ctx.Err()
 		case <-p.wake:
 			asleep = false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -184,10 +185,16 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	defer m.stopOnce.Do(func() { close(m.stopped) })
 	err := m.Manager.Start(ctx)
 	// The Events recorded on the way out announce why it stopped; they
-	// were written while the runnables drained.
-	m.guard.events.flush()
+	// were written while the runnables drained, and get a little longer.
+	m.guard.events.flushWithin(exitEventBudget)
 	return err
 }
+
+// exitEventBudget is how long Start waits, once the manager has drained,
+// for Events still being written: an idle API server answers in
+// milliseconds; one busy with a restart stampede can take a second, and
+// the exit is not held for it (the log line says what the Event would).
+const exitEventBudget = 300 * time.Millisecond
 
 // afterCache starts r once the snapshot is taken and the cache built from
 // it serves: a controller's cache-sync timeout then covers its informers'

@@ -65,6 +65,20 @@ func (m *monitor) reconnect() {
 // NeedLeaderElection is false: every replica guards its own snapshot.
 func (m *monitor) NeedLeaderElection() bool { return false }
 
+// first is the read the startup snapshot was taken from, when it is still
+// proof at now (younger than half the bound) and nothing was alarming
+// since: the monitor's first view, instead of a second read.
+func (m *monitor) first(now time.Time) (*sentRead, bool) {
+	if m.comparison.startup == nil {
+		return nil, false
+	}
+	r, ok := m.comparison.startup.takeRead()
+	if !ok || now.Sub(r.sent) >= m.prover.bound/2 {
+		return nil, false
+	}
+	return r, true
+}
+
 // Start reads and follows until ctx ends or a change is found.
 func (m *monitor) Start(ctx context.Context) error {
 	defer m.current.Store(false)
@@ -74,13 +88,20 @@ func (m *monitor) Start(ctx context.Context) error {
 		m.current.Store(false)
 		// Trouble seen before this read is this read's to settle: the
 		// watch that follows it starts from what it read.
+		alarmed := false
 		select {
 		case <-m.alarm:
+			alarmed = true
 		default:
 		}
 		sent := time.Now()
-		fg, err := hedgedRead(ctx, m.src.read, time.Second)
-		if errors.Is(err, errNotFound) {
+		var fg *configv1.FeatureGate
+		var err error
+		if r, ok := m.first(sent); ok && !alarmed {
+			// The startup read, milliseconds old: compared already (it is
+			// the snapshot), and proof as of when it was sent.
+			fg, sent = r.fg, r.sent
+		} else if fg, err = hedgedRead(ctx, m.src.read, time.Second, lost); errors.Is(err, errNotFound) {
 			// Deleted: the FeatureGate controller reports it, and the
 			// snapshot is all there is (a new process could not read one
 			// either). Watch from now on, to see it come back.

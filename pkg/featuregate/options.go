@@ -87,8 +87,9 @@ type Options struct {
 	// restart it announces; the log line never is). It must exist before
 	// NewGuard, as one from client-go's events.NewEventBroadcasterAdapter
 	// does. When nil, the guard writes events.k8s.io/v1 Events itself
-	// (the manager's Start returns once they are written: the stop's
-	// Event is written while the manager drains, not before it starts to),
+	// (the stop's Event is written while the manager drains, and the
+	// manager's Start waits up to 300 ms more for it: an exit is not held
+	// on a busy API server for a courtesy; the log says the same),
 	// and needs create on them (config/rbac/role.yaml of this module);
 	// without that it logs once and records none.
 	EventRecorder events.EventRecorder

@@ -2,10 +2,12 @@ package featuregate_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,34 +120,61 @@ func TestStartupHonoursRetryAfterUpToTheCap(t *testing.T) {
 	}
 }
 
-// A starting kube-apiserver holds its first requests and answers later ones
-// at once: a read sent beside a held one wins.
-func TestStartupHedgesAHeldRead(t *testing.T) {
-	g := NewWithT(t)
-	cp := sharedControlPlane(t)
-	name := uniqueName()
-	testenv.CreateFeatureGate(t, testenv.Client(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
-	live := liveCounting(t, cp.Config)
-	held := &holdFirst{Getter: live, release: make(chan struct{})}
-	t.Cleanup(func() { close(held.release) })
-	s := featuregate.NewStartup(held, featuregate.Options{Name: name, BackoffCap: 10 * time.Second})
-	started := time.Now()
-	runStartup(t, s)
+// A starting kube-apiserver refuses connections, then holds its first
+// requests and answers later ones at once: once a read failed, a read sent
+// beside a held one wins. A first read that has not failed is not hedged
+// (a slow answer then says the server is busy, and a second read would
+// make it busier): held, it costs one attempt's limit.
+func TestStartupHedgesAHeldReadOnceAReadFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		refuseFirst bool
+		within      time.Duration
+		calls       int32
+	}{
+		{"after a refused connection", true, 2 * time.Second, 3},
+		{"on a first read", false, 6 * time.Second, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cp := sharedControlPlane(t)
+			name := uniqueName()
+			testenv.CreateFeatureGate(t, testenv.Client(t, cp.Config), newFG(name, configv1.TechPreviewNoUpgrade))
+			live := liveCounting(t, cp.Config)
+			held := &holdOne{Getter: live, refuseFirst: tc.refuseFirst, release: make(chan struct{})}
+			t.Cleanup(func() { close(held.release) })
+			// A 4 s cap: the first attempt's limit, which a held read
+			// not hedged is waited out to.
+			s := featuregate.NewStartup(held, featuregate.Options{Name: name, BackoffCap: 4 * time.Second})
+			started := time.Now()
+			runStartup(t, s)
 
-	g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
-	g.Expect(time.Since(started)).To(BeNumerically("<", 5*time.Second), "the held read (bounded at 10 s) was waited out")
-	g.Expect(held.calls.Load()).To(BeNumerically(">=", 2), "a second read was sent beside the held one")
+			g.Eventually(s.Taken()).WithTimeout(30 * time.Second).Should(BeClosed())
+			took := time.Since(started)
+			g.Expect(took).To(BeNumerically("<", tc.within))
+			g.Expect(held.calls.Load()).To(BeNumerically(">=", tc.calls))
+			if !tc.refuseFirst {
+				g.Expect(took).To(BeNumerically(">=", 4*time.Second), "the first read was hedged")
+			}
+		})
+	}
 }
 
-// holdFirst holds the first read until released or cancelled.
-type holdFirst struct {
+// holdOne refuses the first read when refuseFirst is set, and holds the
+// next one until released or cancelled.
+type holdOne struct {
 	featuregate.Getter
-	release chan struct{}
-	calls   atomic.Int32
+	refuseFirst bool
+	release     chan struct{}
+	calls       atomic.Int32
 }
 
-func (h *holdFirst) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if h.calls.Add(1) == 1 {
+func (h *holdOne) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	n := h.calls.Add(1)
+	if h.refuseFirst && n == 1 {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	if held := map[bool]int32{true: 2, false: 1}[h.refuseFirst]; n == held {
 		select {
 		case <-h.release:
 		case <-ctx.Done():

@@ -63,6 +63,26 @@ type startup struct {
 	snap    *Snapshot
 	lastErr error
 	taken   chan struct{}
+	// read is the FeatureGate the snapshot was taken from and when its
+	// read was sent, until the monitor takes it as its first view.
+	read *sentRead
+}
+
+// sentRead is a consistent read's answer and when it was sent.
+type sentRead struct {
+	fg   *configv1.FeatureGate
+	sent time.Time
+}
+
+// takeRead returns the read the snapshot was taken from, once: the
+// monitor's first view, so that a starting process reads the FeatureGate
+// once, not twice in the same millisecond.
+func (s *startup) takeRead() (*sentRead, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.read
+	s.read = nil
+	return r, r != nil
 }
 
 // newStartup reads through src, which must be live: the manager's cache may
@@ -107,7 +127,11 @@ func (s *startup) Start(ctx context.Context) error {
 	var quiet quietLog
 	warned := false
 	for attempt := 1; ; attempt++ {
-		snap, err := s.readOnce(ctx, started, attemptLimit)
+		// Hedging only once a read failed: that says the server may be
+		// starting (it holds its first requests); before that a slow answer
+		// says it is busy, and two reads would make it busier (sixty
+		// processes restarting at once send three times the reads).
+		snap, err := s.readOnce(ctx, started, attemptLimit, attempt > 1)
 		if err == nil {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
 				"snapshot", snap.String(), "version", snap.Version(), "versionFrom", s.versionFrom, "attempts", attempt)
@@ -230,8 +254,9 @@ func (q *quietLog) dueOr(err error, now time.Time, force bool) (failures int, ok
 	return 0, false
 }
 
-// readOnce is one bounded attempt at the snapshot.
-func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Duration) (Snapshot, error) {
+// readOnce is one bounded attempt at the snapshot, hedged when hedge is
+// set.
+func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Duration, hedge bool) (Snapshot, error) {
 	if s.timeout > 0 {
 		limit = max(min(limit, s.timeout-time.Since(started)), time.Millisecond)
 	}
@@ -245,7 +270,8 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 		}
 		version = v
 	}
-	fg, err := hedgedRead(ctx, s.src.read, limit)
+	sent := time.Now()
+	fg, err := hedgedRead(ctx, s.src.read, limit, hedge)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -263,6 +289,9 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 		snap.tls = &p
 	}
 	s.versionFrom = version.from
+	s.mu.Lock()
+	s.read = &sentRead{fg: fg, sent: sent}
+	s.mu.Unlock()
 	return snap, nil
 }
 
@@ -273,12 +302,12 @@ type tlsUnreadError struct{ err error }
 func (e *tlsUnreadError) Error() string { return e.err.Error() }
 func (e *tlsUnreadError) Unwrap() error { return e.err }
 
-// hedgedRead is one read bounded by limit, and beside it another each
-// hedgeAfter it goes unanswered (up to maxReadsInFlight): a kube-apiserver
-// that is starting holds its first requests for seconds and answers later
-// ones at once. The first read that succeeds wins; the attempt fails once
-// all have failed.
-func hedgedRead(ctx context.Context, read func(context.Context) (*configv1.FeatureGate, error), limit time.Duration) (*configv1.FeatureGate, error) {
+// hedgedRead is one read bounded by limit, and, when hedge is set, beside
+// it another each hedgeAfter it goes unanswered (up to maxReadsInFlight): a
+// kube-apiserver that is starting holds its first requests for seconds and
+// answers later ones at once. The first read that succeeds wins; the
+// attempt fails once all have failed.
+func hedgedRead(ctx context.Context, read func(context.Context) (*configv1.FeatureGate, error), limit time.Duration, hedge bool) (*configv1.FeatureGate, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	type result struct {
@@ -294,8 +323,8 @@ func hedgedRead(ctx context.Context, read func(context.Context) (*configv1.Featu
 	}
 	send()
 	inFlight, sent := 1, 1
-	hedge := time.NewTicker(hedgeAfter)
-	defer hedge.Stop()
+	hedges := time.NewTicker(hedgeAfter)
+	defer hedges.Stop()
 	for {
 		select {
 		case r := <-results:
@@ -303,8 +332,8 @@ func hedgedRead(ctx context.Context, read func(context.Context) (*configv1.Featu
 			if r.err == nil || inFlight == 0 {
 				return r.fg, r.err
 			}
-		case <-hedge.C:
-			if sent < maxReadsInFlight {
+		case <-hedges.C:
+			if hedge && sent < maxReadsInFlight {
 				send()
 				inFlight++
 				sent++

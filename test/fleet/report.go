@@ -152,7 +152,7 @@ func (r Report) Markdown() string {
 	row("API server's own latency of single-object calls during it (SLI, `"+sliMetric+"`, bucket bounds)", func(x Stampede) string { return x.ServerSLI.String() })
 	row("the same, whole request time (`"+durationMetric+"`)", func(x Stampede) string { return x.ServerDuration.String() })
 	row("CPU of each replacement from its start until Ready", func(x Stampede) string { return x.StartCPU.String() })
-	row("least time that work needs here: (replacements' CPU + etcd and kube-apiserver CPU) / cores", func(x Stampede) string {
+	row("this run's measured CPU over the cores, the least wall time it needed: (replacements' CPU + etcd and kube-apiserver CPU) / cores", func(x Stampede) string {
 		if x.Cores == 0 {
 			return "-"
 		}

@@ -70,16 +70,17 @@ type Stampede struct {
 	// StartCPU is the CPU each replacement used from its start until it
 	// was seen Ready; ServersCPU is etcd's and kube-apiserver's over the
 	// same window as Busy; Cores the machine's. Their sum over Cores is
-	// the least time the stampede could take on this machine, however its
-	// starts were spread.
+	// the least wall time this run's measured work needed on this machine
+	// (the old processes' drain not counted; spread differently, the
+	// servers' part could differ).
 	StartCPU   Dist          `json:"startCPU"`
 	StartsCPU  time.Duration `json:"startsCPU"`
 	ServersCPU time.Duration `json:"serversCPU"`
 	Cores      int           `json:"cores"`
 }
 
-// CPUFloor is the least wall time the replacements' starts and the
-// servers' work need on Cores: (StartsCPU + ServersCPU) / Cores.
+// CPUFloor is the least wall time this run's replacements' starts and
+// servers' work needed on Cores: (StartsCPU + ServersCPU) / Cores.
 func (s Stampede) CPUFloor() time.Duration {
 	if s.Cores == 0 {
 		return 0

@@ -234,7 +234,7 @@ var plantedBugs = []plantedBug{{
 	// consumer killed, so that it starts while the API refuses it.
 	name: "Default assumed when the startup read fails", file: "startup.go",
 	patches: map[string]string{
-		"snap, err := s.readOnce(ctx, started, attemptLimit)\n\t\tif err == nil {": "snap, err := s.readOnce(ctx, started, attemptLimit)\n\t\tif err != nil && ctx.Err() == nil {\n\t\t\tsnap, err = Read(&configv1.FeatureGate{}, \"\")\n\t\t}\n\t\tif err == nil {",
+		"snap, err := s.readOnce(ctx, started, attemptLimit, attempt > 1)\n\t\tif err == nil {": "snap, err := s.readOnce(ctx, started, attemptLimit, attempt > 1)\n\t\tif err != nil && ctx.Err() == nil {\n\t\t\tsnap, err = Read(&configv1.FeatureGate{}, \"\")\n\t\t}\n\t\tif err == nil {",
 	},
 	faults: []string{"link-cut", "kill-consumer"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 3, rule: RuleStaleDecision,
 	entryRewrite: time.Second,

@@ -62,8 +62,9 @@ const (
 //     that one (a write started in time may land when the link returns).
 //  3. non-zero exit: any exit but 0 that the campaign did not cause by
 //     SIGKILL.
-//  4. not settled: from Settle after the last fault healed and the last
-//     write until the end, every running process is ready, the consumer
+//  4. not settled: from Settle after the last fault healed (and its API
+//     server served again, for a fault of the servers) and the last write
+//     until the end, every running process is ready, the consumer
 //     decides only on the current value, and a ready operator replica runs
 //     with the current feature set.
 func Check(h []Event, r Rules) []Violation {
@@ -176,7 +177,7 @@ func settled(h []Event, tl timeline, r Rules) []Violation {
 		switch {
 		case e.Kind == KindEnd:
 			end = e
-		case e.Kind == KindFault && e.Phase == PhaseHeal, e.Kind == KindWrite:
+		case e.Kind == KindFault && (e.Phase == PhaseHeal || e.Phase == PhaseServed), e.Kind == KindWrite:
 			quiet = later(quiet, e.T)
 		}
 	}

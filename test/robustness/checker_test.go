@@ -153,3 +153,24 @@ func TestCheckerExcusesKilledProcesses(t *testing.T) {
 		}
 	}
 }
+
+// Rule 4 counts its quiet from when a server fault's API server served
+// again, when that came after the heal; not from the heal alone, and no
+// later than that.
+func TestCheckerSettlesFromWhenTheAPIServerServesAgain(t *testing.T) {
+	served := func(refuseAt time.Duration) *history {
+		h := clean()
+		h.fault(15*time.Second, "etcd-restart", PhaseStart, false).
+			fault(15500*time.Millisecond, "etcd-restart", PhaseHeal, false).
+			fault(16*time.Second, "etcd-restart", PhaseServed, false).
+			refuse(refuseAt)
+		return h.end(26 * time.Second)
+	}
+	if v := Check(served(20500*time.Millisecond).events, DefaultRules()); len(v) != 0 {
+		t.Errorf("a refusal 4.5 s after the API server served again: %v", v)
+	}
+	v := Check(served(21500*time.Millisecond).events, DefaultRules())
+	if len(v) != 1 || v[0].Rule != RuleSettled {
+		t.Errorf("a refusal 5.5 s after the API server served again: want one %q violation, got %v", RuleSettled, v)
+	}
+}

@@ -61,6 +61,9 @@ const (
 const (
 	PhaseStart = "start"
 	PhaseHeal  = "heal"
+	// PhaseServed follows the heal of a fault of the servers once the
+	// processes' API server answers a consistent read of the FeatureGate.
+	PhaseServed = "served"
 )
 
 // Event is one line of a history.
