@@ -164,4 +164,6 @@ func readCostTable(rs []ReadCost) string {
 }
 
 // millis is d in milliseconds with two decimals.
-func millis(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
