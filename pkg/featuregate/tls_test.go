@@ -49,6 +49,16 @@ func profile(typ configv1.TLSProfileType, custom *configv1.TLSProfileSpec) *conf
 	return p
 }
 
+// tlsCluster makes, under a name of its own on the shared control plane, a
+// FeatureGate (Default) and an APIServer with profile p and adherence a.
+func tlsCluster(t *testing.T, p *configv1.TLSSecurityProfile, a configv1.TLSAdherencePolicy) (*testenv.ControlPlane, client.Client, string) {
+	t.Helper()
+	cp, c, name := sharedControlPlane(t), testClient(t), uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	createAPIServer(t, c, name, p, a)
+	return cp, c, name
+}
+
 // createAPIServer creates the APIServer name, deleted when the test ends.
 func createAPIServer(t *testing.T, c client.Client, name string, p *configv1.TLSSecurityProfile, adherence configv1.TLSAdherencePolicy) {
 	t.Helper()
@@ -121,11 +131,7 @@ func TestGuardTLSNoHandshakeBeforeTheProfileIsRead(t *testing.T) {
 	}{{configv1.TLSProfileModernType, false}, {configv1.TLSProfileIntermediateType, true}} {
 		t.Run(string(tc.typ), func(t *testing.T) {
 			g := NewWithT(t)
-			cp := sharedControlPlane(t)
-			c := testClient(t)
-			name := uniqueName()
-			testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
-			createAPIServer(t, c, name, profile(tc.typ, nil), configv1.TLSAdherencePolicyStrictAllComponents)
+			cp, _, name := tlsCluster(t, profile(tc.typ, nil), configv1.TLSAdherencePolicyStrictAllComponents)
 
 			start := stopAPIServer(t, cp)
 			probe := testenv.FreeAddr(t)
@@ -162,11 +168,7 @@ func TestGuardTLSNoHandshakeBeforeTheProfileIsRead(t *testing.T) {
 // the profile (no strict policy) keeps its server's own settings.
 func TestGuardTLSIntermediateAndAdherence(t *testing.T) {
 	g := NewWithT(t)
-	cp := sharedControlPlane(t)
-	c := testClient(t)
-	name := uniqueName()
-	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
-	createAPIServer(t, c, name, profile(configv1.TLSProfileIntermediateType, nil), configv1.TLSAdherencePolicyLegacyAdheringComponentsOnly)
+	cp, _, name := tlsCluster(t, profile(configv1.TLSProfileIntermediateType, nil), configv1.TLSAdherencePolicyLegacyAdheringComponentsOnly)
 
 	legacy, metrics := startTLSGuarded(t, cp.Config, featuregate.Options{Name: name,
 		TLSProfile: &featuregate.TLSProfileOptions{APIServer: name, LegacyAdhering: true}}, "")
@@ -211,11 +213,7 @@ func TestGuardTLSProfileChangeStops(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			cp := sharedControlPlane(t)
-			c := testClient(t)
-			name := uniqueName()
-			testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
-			createAPIServer(t, c, name, tc.from, tc.adherence)
+			cp, c, name := tlsCluster(t, tc.from, tc.adherence)
 			gd, _ := startTLSGuarded(t, cp.Config, featuregate.Options{Name: name, ResyncPeriod: eventsOnly,
 				TLSProfile: &featuregate.TLSProfileOptions{APIServer: name, LegacyAdhering: tc.legacy}}, "")
 			gd.taken(t)
@@ -357,11 +355,7 @@ func TestGuardTLSProfileAPINotServed(t *testing.T) {
 // the lapse names the APIServer.
 func TestGuardTLSProfileNeedsFreshProof(t *testing.T) {
 	g := NewWithT(t)
-	cp := sharedControlPlane(t)
-	c := testClient(t)
-	name := uniqueName()
-	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
-	createAPIServer(t, c, name, nil, "")
+	cp, _, name := tlsCluster(t, nil, "")
 	const bound = 600 * time.Millisecond
 	var hold atomic.Bool
 	cfg := rest.CopyConfig(cp.Config)
