@@ -44,7 +44,10 @@
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
 // Enabled, and checks Current right before each action (the write, or the
-// answer to a request), since the view can change while Reconcile runs.
+// answer to a request), since the view can change while Reconcile runs. A
+// reconciler whose gate is off acts on nothing and need not ask Current;
+// asking is what keeps the proof's reads going (see below), so ask
+// where you act, not in a loop of your own.
 // The guarantee, with its number: Current answers true only if an
 // API server that reached etcd answered, at most Options.FreshnessBound
 // (2 s by default) before the question, a consistent read of the

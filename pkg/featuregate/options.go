@@ -85,11 +85,14 @@ type Options struct {
 	// instead of the guard: the operator's own recorder, with its RBAC,
 	// its broadcaster and its queue (which may drop the last Event at the
 	// restart it announces; the log line never is). It must exist before
-	// NewGuard, as one from client-go's events.NewEventBroadcasterAdapter
-	// does. When nil, the guard writes events.k8s.io/v1 Events itself
-	// (the stop's Event is written while the manager drains, and the
-	// manager's Start waits up to 300 ms more for it: an exit is not held
-	// on a busy API server for a courtesy; the log says the same),
+	// NewGuard: one from events.NewBroadcaster on an EventsV1 client, not
+	// events.NewEventBroadcasterAdapter, which asks discovery and, with
+	// the API down at start, falls back to core/v1 Events
+	// (docs/adopting.md shows it). When nil, the guard writes
+	// events.k8s.io/v1 Events itself (the stop's Event is written while
+	// the manager drains, and the manager's Start waits up to 300 ms more
+	// for it: an exit is not held on a busy API server for a courtesy; the
+	// line "Events not written in time; exiting without them" says so),
 	// and needs create on them (config/rbac/role.yaml of this module);
 	// without that it logs once and records none.
 	EventRecorder events.EventRecorder
