@@ -34,9 +34,10 @@ const (
 // eventWriter records the guard's Events on the FeatureGate: through the
 // adopter's recorder when Options.EventRecorder is set, else itself, one
 // write each (5 s at most), which the manager's Start waits for, within a
-// budget, before it returns (flushWithin): they are rare, and the change one announces is followed within
-// milliseconds by a shutdown that would drop a recorder's queue. Each write
-// runs beside the work that records it, not in its way: the runnable that
+// budget, before it returns (flushWithin): they are rare, and the change
+// one announces is followed within milliseconds by a shutdown that would
+// drop a recorder's queue. Each write runs beside the work that records
+// it, not in its way: the runnable that
 // detected a change returns at once, and the manager drains its other
 // runnables while the Event is written, instead of after it (in a restart
 // stampede, dozens of processes write theirs to one busy API server). An
@@ -63,9 +64,6 @@ func newEventWriter(c client.Client, recorder events.EventRecorder, source strin
 	return eventWriter{client: c, recorder: recorder, source: source, instance: instance, log: log, forbidden: &atomic.Bool{}, pending: &writes{}}
 }
 
-// flush waits for the writes under way, each bounded by its own timeout.
-func (w eventWriter) flush() { w.pending.wait(0) }
-
 // flushWithin waits for the writes under way for at most budget, and logs
 // those it leaves behind: on the way out, a process must not wait on a busy
 // API server for a courtesy (in a restart stampede every process writes
@@ -78,8 +76,8 @@ func (w eventWriter) flushWithin(budget time.Duration) {
 	}
 }
 
-// writes are goroutines that flush waits for. Not a sync.WaitGroup: a
-// write may start while flush waits (a runnable that outlived the
+// writes are goroutines that flushWithin waits for. Not a sync.WaitGroup:
+// a write may start while it waits (a runnable that outlived the
 // manager's drain), which a WaitGroup forbids.
 type writes struct {
 	mu   sync.Mutex

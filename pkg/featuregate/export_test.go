@@ -149,7 +149,7 @@ func StartStartup(ctx context.Context, g *Guard) error { return g.startup.Start(
 
 // FlushEvents waits for the guard's Event writes under way, as the
 // manager's Start does before it returns.
-func FlushEvents(g *Guard) { g.events.flush() }
+func FlushEvents(g *Guard) { g.events.pending.wait(0) }
 
 // Compare is the guard's comparison of fg with the snapshot, as a detector
 // named detectedBy makes it.

@@ -68,8 +68,8 @@ type Guard struct {
 	// Options.TLSProfile asks for it; nil otherwise.
 	tls           *tlsSource
 	tlsComparison *tlsComparison
-	// events writes the guard's Events; the manager's Start returns once
-	// they are written.
+	// events writes the guard's Events; the manager's Start waits for them
+	// within a budget (exitEventBudget).
 	events eventWriter
 
 	mu    sync.Mutex

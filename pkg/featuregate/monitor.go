@@ -65,9 +65,9 @@ func (m *monitor) reconnect() {
 // NeedLeaderElection is false: every replica guards its own snapshot.
 func (m *monitor) NeedLeaderElection() bool { return false }
 
-// first is the read the startup snapshot was taken from, when it is still
-// proof at now (younger than half the bound) and nothing was alarming
-// since: the monitor's first view, instead of a second read.
+// first is the read the startup snapshot was taken from, once, when it is
+// still proof at now (younger than half the bound): the monitor's first
+// view, instead of a second read, unless the caller saw an alarm.
 func (m *monitor) first(now time.Time) (*sentRead, bool) {
 	if m.comparison.startup == nil {
 		return nil, false

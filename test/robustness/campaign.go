@@ -558,19 +558,17 @@ func (c *campaign) servesAgain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, servesWithin)
-	defer cancel()
-	for {
-		rctx, done := context.WithTimeout(ctx, time.Second)
-		err = twin.Get(rctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
-		done()
-		if err == nil {
-			return nil
-		}
-		if harness.Wait(ctx, 50*time.Millisecond) != nil {
-			return fmt.Errorf("no consistent read of FeatureGate cluster answered within %s: %w", servesWithin, err)
-		}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, servesWithin, true, func(ctx context.Context) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		last = twin.Get(rctx, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no consistent read of FeatureGate cluster answered within %s: %w", servesWithin, last)
 	}
+	return nil
 }
 
 // servesWithin bounds servesAgain.
