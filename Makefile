@@ -156,6 +156,7 @@ endef
 
 .PHONY: fuzz
 fuzz: ## Fuzz every target for FUZZTIME (20s) each, printing its rate; fails under FUZZ_MIN_RATE (100) executions per second.
+	hack/fuzz-selftest.sh
 	hack/fuzz.sh ./pkg/manifest/:FuzzInclude ./pkg/manifest/:FuzzLoad
 
 .PHONY: lint
