@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -22,8 +23,9 @@ import (
 	"k8s.io/client-go/transport"
 )
 
-// apiSource reads the FeatureGate from the API server, live: a GET for a
-// read, and a watch from that read's resourceVersion to follow it. Neither
+// apiSource reads the FeatureGate from the API server, live: a consistent
+// list of it by name for a read, and a watch from that list's
+// resourceVersion to follow it. Neither
 // retries on its own. client-go otherwise retries a GET on its own schedule
 // (ten times on a dropped connection, and after a 429's Retry-After, which a
 // stopping kube-apiserver sets to 5 s), and its reflector backs off for
@@ -43,6 +45,16 @@ type apiSource struct {
 	// establish bounds how long a list or watch may take to be answered: a starting
 	// kube-apiserver can hold requests for seconds.
 	establish time.Duration
+
+	// last is the latest read and the resourceVersion of its list, so
+	// that follow from that read watches from there without listing again.
+	last atomic.Pointer[listedRead]
+}
+
+// listedRead is a FeatureGate as read, and the list it was read in.
+type listedRead struct {
+	fg *configv1.FeatureGate
+	at string
 }
 
 func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSource, error) {
@@ -162,45 +174,72 @@ func configClientFor(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error
 	return rc, nil
 }
 
+// read is a consistent list of the FeatureGate by name rather than a GET.
+// It proves as much (the API server answers it once its watch cache has
+// caught up with etcd's current revision, or from etcd), costs the servers
+// a third less CPU (BENCHMARKS.md, "What one read costs"), and its
+// resourceVersion lets follow watch from this very read: a restart costs
+// one read and one watch, not a read, a list and a watch.
 func (a *apiSource) read(ctx context.Context) (*configv1.FeatureGate, error) {
-	fg := &configv1.FeatureGate{}
-	if err := a.client().Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg); err != nil {
+	list, err := a.list(ctx)
+	if err != nil {
 		return nil, describeReadError(a.name, err)
 	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("FeatureGate %s %w", a.name, errNotFound)
+	}
+	fg := &list.Items[0]
+	a.last.Store(&listedRead{fg: fg, at: list.ResourceVersion})
 	return fg, nil
 }
 
-// follow lists the FeatureGate, reports it when it is not from, and
-// watches it from the list's resourceVersion, vouching for the view from the
-// moment the API server answered the watch. Watching from the list, not from
-// from's own resourceVersion: after an API server restart its watch cache
-// starts at the current revision, and a watch from an older one (the
-// FeatureGate's last change, when anything else was written since) fails at
-// once as "too old".
+// list lists the FeatureGate by name, consistently.
+func (a *apiSource) list(ctx context.Context) (*configv1.FeatureGateList, error) {
+	list := &configv1.FeatureGateList{}
+	err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{FieldSelector: a.selector()}, metav1.ParameterCodec).
+		MaxRetries(0).Do(ctx).Into(list)
+	return list, err
+}
+
+func (a *apiSource) selector() string {
+	return fields.OneTermEqualSelector("metadata.name", a.name).String()
+}
+
+// follow watches the FeatureGate from the list from was read in, vouching
+// for the view from the moment the API server answered the watch. From
+// anything else (a FeatureGate read gone, a later read of the prover's in
+// between) it lists first and reports the listed object when it is not
+// from. Never from from's own resourceVersion: after an API server restart
+// its watch cache starts at the current revision, and a watch from an older
+// one (the FeatureGate's last change, when anything else was written since)
+// fails at once as "too old".
 func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, following func(), seen func(*configv1.FeatureGate) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	list := &configv1.FeatureGateList{}
-	selector := fields.OneTermEqualSelector("metadata.name", a.name).String()
-	listCtx, listed := context.WithTimeout(ctx, a.establish)
-	err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{FieldSelector: selector}, metav1.ParameterCodec).
-		MaxRetries(0).Do(listCtx).Into(list)
-	listed()
-	if err != nil {
-		return fmt.Errorf("list FeatureGate %s: %w", a.name, err)
-	}
-	for i := range list.Items {
-		if fg := &list.Items[i]; fg.ResourceVersion != from.ResourceVersion && seen(fg) {
-			return nil
+	var at string
+	if last := a.last.Load(); last != nil && last.fg == from {
+		at = last.at
+	} else {
+		listCtx, listed := context.WithTimeout(ctx, a.establish)
+		list, err := a.list(listCtx)
+		listed()
+		if err != nil {
+			return fmt.Errorf("list FeatureGate %s: %w", a.name, err)
 		}
+		for i := range list.Items {
+			if fg := &list.Items[i]; fg.ResourceVersion != from.ResourceVersion && seen(fg) {
+				return nil
+			}
+		}
+		at = list.ResourceVersion
 	}
 	// Servers end watches after a while; five to six minutes, jittered so
 	// that replicas do not come back together.
 	timeout := int64(300 + rand.IntN(60))
 	answered := time.AfterFunc(a.establish, cancel)
 	w, err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{
-		FieldSelector:       selector,
-		ResourceVersion:     list.ResourceVersion,
+		FieldSelector:       a.selector(),
+		ResourceVersion:     at,
 		Watch:               true,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      &timeout,

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -889,6 +890,60 @@ func TestGuardMonitorFollowsTheFeatureGate(t *testing.T) {
 	g.Expect(gd.guard.Current()).To(BeFalse())
 	g.Eventually(done).WithTimeout(10*time.Second).Should(Receive(BeNil()), "the monitor ends once it found a change")
 	waitEvent(ctx, t, c, name, "FeatureGateChanged")
+}
+
+// A start costs the API server one read of the FeatureGate and one watch:
+// the monitor watches from the startup read's list instead of listing
+// again (in a stampede every adopter starts at once), and the read is a
+// list, which proves as much as a GET for a third less of the servers' CPU.
+func TestGuardStartReadsOnceThenWatches(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	var mu sync.Mutex
+	requests := map[string]int{}
+	count := func(verb string) func() int {
+		return func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return requests[verb]
+		}
+	}
+	cfg := rest.CopyConfig(sharedControlPlane(t).Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/featuregates") {
+				verb := "LIST"
+				switch {
+				case strings.HasSuffix(req.URL.Path, "/featuregates/"+name):
+					verb = "GET"
+				case req.URL.Query().Get("watch") == "true":
+					verb = "WATCH"
+				}
+				mu.Lock()
+				requests[verb]++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	// A bound longer than the test: no proof is asked for, so the prover
+	// reads nothing, and what is counted is the start alone.
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: name, FreshnessBound: time.Hour})
+	g.Expect(featuregate.StartStartup(ctx, gd.guard)).To(Succeed())
+	done := startMonitor(t, gd.guard)
+	g.Eventually(count("WATCH")).WithTimeout(10 * time.Second).Should(Equal(1))
+	g.Consistently(count("WATCH")).WithTimeout(500 * time.Millisecond).Should(Equal(1))
+	g.Expect(count("LIST")()).To(Equal(1), "the startup read, and no list before the watch")
+	g.Expect(count("GET")()).To(BeZero())
+
+	// The watch from the startup read sees what the read did not.
+	specUpdate(toTechPreview).apply(ctx, t, c, name)
+	g.Expect(gd.stopRequested(t)).To(Equal("feature set changed from Default to TechPreviewNoUpgrade"))
+	g.Eventually(done).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+	g.Expect(count("LIST")()).To(Equal(1))
 }
 
 // Once the alarm is raised (a failed request or watch of the manager) the

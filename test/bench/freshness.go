@@ -173,12 +173,12 @@ func (b *bench) lapses(ctx context.Context, pl *plane, name string, cfg *rest.Co
 // idle operators at the default bound against as many at a bound of an hour
 // (a read every 30 min: none in the window, today's cost without it), each
 // set alone on a fresh control plane, counting the API server's FeatureGate
-// GETs and the API server's and etcd's CPU over the idle window.
+// reads and the API server's and etcd's CPU over the idle window.
 func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error) {
 	const replicas = 10
 	type cost struct {
-		gets float64
-		cpu  time.Duration
+		reads float64
+		cpu   time.Duration
 	}
 	measure := func(name string, args ...string) (cost, error) {
 		pl, err := b.featureGatePlane(ctx, name)
@@ -208,7 +208,7 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 			return cost{}, err
 		}
 		pids := serverPIDs(pl)
-		gets0, err := featureGateGets(ctx, pl.cfg)
+		reads0, err := featureGateReads(ctx, pl.cfg)
 		if err != nil {
 			return cost{}, err
 		}
@@ -216,11 +216,11 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 		if err := harness.Wait(ctx, b.idle); err != nil {
 			return cost{}, err
 		}
-		gets1, err := featureGateGets(ctx, pl.cfg)
+		reads1, err := featureGateReads(ctx, pl.cfg)
 		if err != nil {
 			return cost{}, err
 		}
-		return cost{gets: gets1 - gets0, cpu: harness.CPUOf(pids) - cpu0}, nil
+		return cost{reads: reads1 - reads0, cpu: harness.CPUOf(pids) - cpu0}, nil
 	}
 	with, err := measure("freshness-cost-2s")
 	if err != nil {
@@ -230,18 +230,18 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	perMinute := func(c cost) float64 { return c.gets / replicas / b.idle.Minutes() }
+	perMinute := func(c cost) float64 { return c.reads / replicas / b.idle.Minutes() }
 	perHour := func(d time.Duration) time.Duration {
 		return time.Duration(float64(d) / replicas * float64(time.Hour) / float64(b.idle))
 	}
 	extra := perHour(with.cpu - without.cpu)
 	rows := [][2]string{
-		{fmt.Sprintf("FeatureGate GETs per replica per minute (%d idle replicas, nothing asking `Current()`, %s)", replicas, b.idle),
+		{fmt.Sprintf("FeatureGate reads (GETs and lists) per replica per minute (%d idle replicas, nothing asking `Current()`, %s)", replicas, b.idle),
 			fmt.Sprintf("%.1f at the default bound (the guard proves only while asked; a fleet that asks: the Fleet section); %.1f with a bound of 1 h", perMinute(with), perMinute(without))},
 		{"API server + etcd CPU per replica per hour",
 			fmt.Sprintf("%s at the default bound; %s with a bound of 1 h; the proof costs %s", fmtDur(perHour(with.cpu)), fmtDur(perHour(without.cpu)), fmtDur(extra))},
 		{"60 operators × 3 replicas in one cluster",
-			fmt.Sprintf("%.0f GETs per second; %.3f of a core of API server + etcd", 180*perMinute(with)/60, 180*extra.Seconds()/3600)},
+			fmt.Sprintf("%.0f reads per second; %.3f of a core of API server + etcd", 180*perMinute(with)/60, 180*extra.Seconds()/3600)},
 	}
 	// 180 replicas at 10 s each an hour would be half a percent of one
 	// core: less than the API server's own idle load here.
@@ -250,9 +250,10 @@ func (b *bench) freshnessCost(ctx context.Context) ([][2]string, []check, error)
 	return rows, checks, nil
 }
 
-// featureGateGets is the API server's count of GETs of featuregates, from
-// its /metrics.
-func featureGateGets(ctx context.Context, cfg *rest.Config) (float64, error) {
+// featureGateReads is the API server's count of GETs and LISTs of
+// featuregates (the guard's proof is a list by name; informers list only
+// when they start or relist), from its /metrics.
+func featureGateReads(ctx context.Context, cfg *rest.Config) (float64, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return 0, err
@@ -274,7 +275,7 @@ func featureGateGets(ctx context.Context, cfg *rest.Config) (float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="featuregates"`) || !strings.Contains(line, `verb="GET"`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="featuregates"`) || !(strings.Contains(line, `verb="GET"`) || strings.Contains(line, `verb="LIST"`)) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)

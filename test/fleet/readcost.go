@@ -47,7 +47,7 @@ type readKind struct {
 }
 
 var readKinds = []readKind{
-	{"FeatureGate, consistent GET (the guard's proof today)", true, func(ctx context.Context, c client.Client) error {
+	{"FeatureGate, consistent GET (the guard's proof until 2026-12-05)", true, func(ctx context.Context, c client.Client) error {
 		return c.Get(ctx, client.ObjectKey{Name: fgName}, &configv1.FeatureGate{})
 	}},
 	{"FeatureGate, consistent GET of its metadata only", true, func(ctx context.Context, c client.Client) error {
@@ -55,7 +55,7 @@ var readKinds = []readKind{
 		m.SetGroupVersionKind(configv1.GroupVersion.WithKind("FeatureGate"))
 		return c.Get(ctx, client.ObjectKey{Name: fgName}, m)
 	}},
-	{"FeatureGate, consistent LIST by name (kube-apiserver serves it from its watch cache once that caught up with etcd's revision)", true, func(ctx context.Context, c client.Client) error {
+	{"FeatureGate, consistent LIST by name (the guard's proof since 2026-12-05; kube-apiserver serves it from its watch cache once that caught up with etcd's revision)", true, func(ctx context.Context, c client.Client) error {
 		return c.List(ctx, &configv1.FeatureGateList{}, client.MatchingFields{"metadata.name": fgName})
 	}},
 	{"Namespace default, consistent GET (a small built-in object)", true, func(ctx context.Context, c client.Client) error {

@@ -35,8 +35,10 @@ type histogram struct {
 	N      uint64    `json:"n"`
 }
 
-// apiLatency is both histograms at one moment.
-type apiLatency struct{ SLI, Duration histogram }
+// apiLatency is both histograms at one moment, and the whole request time
+// of every call but the long-running ones, lists included (a guard's read
+// is a list by name, which the SLO's single-object scope leaves out).
+type apiLatency struct{ SLI, Duration, All histogram }
 
 // scrapeLatency reads the API server's histograms through cfg.
 func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
@@ -53,13 +55,16 @@ func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
 	if err != nil {
 		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
 	}
-	return apiLatency{SLI: singleObject(families[sliMetric]), Duration: singleObject(families[durationMetric])}, nil
+	return apiLatency{SLI: calls(families[sliMetric], "resource"), Duration: calls(families[durationMetric], "resource"),
+		All: calls(families[durationMetric], "")}, nil
 }
 
 // longRunning are the verbs the SLO leaves out.
 var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
 
-func singleObject(f *dto.MetricFamily) histogram {
+// calls sums f's histograms over the calls of scope ("resource": single
+// objects; "": every scope) but the long-running ones.
+func calls(f *dto.MetricFamily, scope string) histogram {
 	var h histogram
 	if f == nil {
 		return h
@@ -70,7 +75,7 @@ func singleObject(f *dto.MetricFamily) histogram {
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if labels["scope"] != "resource" || longRunning[labels["verb"]] {
+		if (scope != "" && labels["scope"] != scope) || longRunning[labels["verb"]] {
 			continue
 		}
 		for _, b := range m.GetHistogram().GetBucket() {

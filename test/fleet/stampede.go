@@ -67,6 +67,9 @@ type Stampede struct {
 	// (its histograms' buckets): without the prober's wait for CPU.
 	ServerSLI      histogram `json:"serverSLI"`
 	ServerDuration histogram `json:"serverDuration"`
+	// ServerCalls is the whole request time of every call over the same
+	// window, lists included (all scopes, watches left out).
+	ServerCalls histogram `json:"serverCalls"`
 	// StartCPU is the CPU each replacement used from its start until it
 	// was seen Ready; ServersCPU is etcd's and kube-apiserver's over the
 	// same window as Busy; Cores the machine's. Their sum over Cores is
@@ -259,6 +262,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		st.ServersCPU = harness.CPUOf(servers) - servers0
 		if lat1, err := scrapeLatency(ctx, f.cp.Config); err == nil && latErr == nil {
 			st.ServerSLI, st.ServerDuration = lat1.SLI.since(lat0.SLI), lat1.Duration.since(lat0.Duration)
+			st.ServerCalls = lat1.All.since(lat0.All)
 		}
 		return nil
 	})

@@ -249,14 +249,14 @@ var plantedBugs = []plantedBug{{
 	faults: []string{"link-delay"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 5, rule: RuleStaleDecision,
 	entryRewrite: time.Second,
 }, {
-	// A proof that proves nothing: the read asks for resourceVersion 0,
+	// A proof that proves nothing: the read lists at resourceVersion 0,
 	// which the API server answers from its watch cache. Every fault of
 	// the link still lapses it; only an API server whose etcd member is
 	// cut off from the quorum, fed nothing and answering anyway, shows
 	// the bug (Chubby's jeopardy).
 	name: "freshness proven from the watch cache", file: "apisource.go",
 	patches: map[string]string{
-		`a.client().Get().Resource("featuregates").Name(a.name).MaxRetries(0).Do(ctx).Into(fg)`: `a.client().Get().Resource("featuregates").Name(a.name).Param("resourceVersion", "0").MaxRetries(0).Do(ctx).Into(fg)`,
+		`VersionedParams(&metav1.ListOptions{FieldSelector: a.selector()}`: `VersionedParams(&metav1.ListOptions{FieldSelector: a.selector(), ResourceVersion: "0"}`,
 	},
 	faults: []string{"etcd-partition"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 11, rule: RuleStaleDecision,
 	entryRewrite: time.Second,
