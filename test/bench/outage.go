@@ -154,7 +154,7 @@ func (b *bench) measureOutage(ctx context.Context) *section {
 			"(FeatureGate workers started, applier ran once, then 1 s), stops the first API server, flips the gate through the second one, and starts the first again. " +
 			"Measured from the harness's first successful read through the first API server (one started every 10 ms) to the operator's exit, and to its `requesting shutdown` line. " +
 			"The outage lasts as long as a kube-apiserver stop (test/framework/controlplane sets `--shutdown-watch-termination-grace-period=1s`, so that the operator's open watch does not hold it up) and restart take here (see the outage row). " +
-			"The operator learns of the change either from its informer, whose watch reconnects on client-go's reflector backoff, or from the guard's monitor, which reads live and watches from its own list (the `detectedBy` field of the log line says which).",
+			"The operator learns of the change either from its informer, whose watch reconnects on client-go's reflector backoff, or from the guard's monitor, which reads live (a list by name) and watches from that read (the `detectedBy` field of the log line says which).",
 	}
 	exit := &series{Label: "API back → process exited", Short: "outage: API back -> exit", Target: 2 * time.Second}
 	detect := &series{Label: "API back → `requesting shutdown` logged", Short: "outage: API back -> detected", Target: 100 * time.Millisecond}
