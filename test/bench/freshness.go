@@ -275,7 +275,8 @@ func featureGateReads(ctx context.Context, cfg *rest.Config) (float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="featuregates"`) || !(strings.Contains(line, `verb="GET"`) || strings.Contains(line, `verb="LIST"`)) {
+		read := strings.Contains(line, `verb="GET"`) || strings.Contains(line, `verb="LIST"`)
+		if !read || !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="featuregates"`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
