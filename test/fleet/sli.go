@@ -2,10 +2,13 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -38,7 +41,11 @@ type histogram struct {
 // apiLatency is both histograms at one moment, and the whole request time
 // of every call but the long-running ones, lists included (a guard's read
 // is a list by name, which the SLO's single-object scope leaves out).
-type apiLatency struct{ SLI, Duration, All histogram }
+type apiLatency struct {
+	SLI, Duration, All histogram
+	// Requests counts every request by "VERB resource", watches included.
+	Requests requestCounts
+}
 
 // scrapeLatency reads the API server's histograms through cfg.
 func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
@@ -56,7 +63,7 @@ func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
 		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
 	}
 	return apiLatency{SLI: calls(families[sliMetric], "resource"), Duration: calls(families[durationMetric], "resource"),
-		All: calls(families[durationMetric], "")}, nil
+		All: calls(families[durationMetric], ""), Requests: countRequests(families["apiserver_request_total"])}, nil
 }
 
 // longRunning are the verbs the SLO leaves out.
@@ -140,4 +147,62 @@ func seconds(s float64) string {
 		return "∞"
 	}
 	return fmt.Sprintf("%gs", s)
+}
+
+// requestCounts is the API server's request count by "VERB resource".
+type requestCounts map[string]uint64
+
+// countRequests sums apiserver_request_total over every label but the verb
+// and the resource (and its subresource); requests for no resource
+// (/metrics, /readyz) are left out.
+func countRequests(f *dto.MetricFamily) requestCounts {
+	out := requestCounts{}
+	if f == nil {
+		return out
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["resource"] == "" {
+			continue
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key] += uint64(m.GetCounter().GetValue())
+	}
+	return out
+}
+
+// since is the requests c counts that before did not.
+func (c requestCounts) since(before requestCounts) requestCounts {
+	out := requestCounts{}
+	for k, n := range c {
+		if d := n - min(before[k], n); d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// String is the counts, most first, then by name.
+func (c requestCounts) String() string {
+	if len(c) == 0 {
+		return "none"
+	}
+	keys := slices.Collect(maps.Keys(c))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c[a] != c[b] {
+			return cmp.Compare(c[b], c[a])
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, c[k])
+	}
+	return strings.Join(parts, ", ")
 }

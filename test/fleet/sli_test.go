@@ -3,7 +3,11 @@ package fleet
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestHistogramQuantileBoundAndSince(t *testing.T) {
@@ -29,5 +33,29 @@ func TestHistogramQuantileBoundAndSince(t *testing.T) {
 	}
 	if got := d.String(); got != "p50 ≤ 0.1s, p99 ≤ 1s (n=100)" {
 		t.Errorf("String %q", got)
+	}
+}
+
+func TestRequestCountsByVerbAndResource(t *testing.T) {
+	text := `# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="config.openshift.io",resource="featuregates",scope="cluster",subresource="",verb="LIST",version="v1"} 5
+apiserver_request_total{code="500",component="apiserver",dry_run="",group="config.openshift.io",resource="featuregates",scope="cluster",subresource="",verb="LIST",version="v1"} 1
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 9
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 40
+`
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := countRequests(families["apiserver_request_total"])
+	before := requestCounts{"LIST featuregates": 2, "POST events": 9}
+	got := after.since(before).String()
+	if want := "LIST featuregates 4, PATCH pods/status 2"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (requestCounts{}).String(); got != "none" {
+		t.Errorf("no requests: %q", got)
 	}
 }

@@ -70,6 +70,9 @@ type Stampede struct {
 	// ServerCalls is the whole request time of every call over the same
 	// window, lists included (all scopes, watches left out).
 	ServerCalls histogram `json:"serverCalls"`
+	// Requests is what the API server served over the same window, by verb
+	// and resource, watches included.
+	Requests requestCounts `json:"requests,omitempty"`
 	// StartCPU is the CPU each replacement used from its start until it
 	// was seen Ready; ServersCPU is etcd's and kube-apiserver's over the
 	// same window as Busy; Cores the machine's. Their sum over Cores is
@@ -262,7 +265,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		st.ServersCPU = harness.CPUOf(servers) - servers0
 		if lat1, err := scrapeLatency(ctx, f.cp.Config); err == nil && latErr == nil {
 			st.ServerSLI, st.ServerDuration = lat1.SLI.since(lat0.SLI), lat1.Duration.since(lat0.Duration)
-			st.ServerCalls = lat1.All.since(lat0.All)
+			st.ServerCalls, st.Requests = lat1.All.since(lat0.All), lat1.Requests.since(lat0.Requests)
 		}
 		return nil
 	})
