@@ -151,7 +151,7 @@ func (r Report) Markdown() string {
 	row(fmt.Sprintf("CPU busy during it (all processes, of %d cores)", runtime.NumCPU()), func(x Stampede) string { return fmt.Sprintf("%.0f%%", x.Busy*100) })
 	row("API server's own latency of single-object calls during it (SLI, `"+sliMetric+"`, bucket bounds)", func(x Stampede) string { return x.ServerSLI.String() })
 	row("the same, whole request time (`"+durationMetric+"`)", func(x Stampede) string { return x.ServerDuration.String() })
-	row("every call but watches, lists included, whole request time", func(x Stampede) string { return x.ServerCalls.String() })
+	row("every call but watches, any scope (creates, such as the Events' POSTs, included), whole request time", func(x Stampede) string { return x.ServerCalls.String() })
 	row("requests the API server served during it, by verb and resource (watches included)", func(x Stampede) string { return x.Requests.String() })
 	row("CPU of each replacement from its start until Ready", func(x Stampede) string { return x.StartCPU.String() })
 	row("this run's measured CPU over the cores, the least wall time it needed: (replacements' CPU + etcd and kube-apiserver CPU) / cores", func(x Stampede) string {

@@ -39,8 +39,9 @@ type histogram struct {
 }
 
 // apiLatency is both histograms at one moment, and the whole request time
-// of every call but the long-running ones, lists included (a guard's read
-// is a list by name, which the SLO's single-object scope leaves out).
+// of every call but the long-running ones, any scope. (A list by
+// metadata.name, the guard's read, is a single-object GET to the API
+// server's metrics; a create is not single-object.)
 type apiLatency struct {
 	SLI, Duration, All histogram
 	// Requests counts every request by "VERB resource", watches included.

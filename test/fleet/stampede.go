@@ -68,7 +68,8 @@ type Stampede struct {
 	ServerSLI      histogram `json:"serverSLI"`
 	ServerDuration histogram `json:"serverDuration"`
 	// ServerCalls is the whole request time of every call over the same
-	// window, lists included (all scopes, watches left out).
+	// window but watches, any scope: the SLI's single-object scope leaves
+	// out creates (an Event's POST names no object).
 	ServerCalls histogram `json:"serverCalls"`
 	// Requests is what the API server served over the same window, by verb
 	// and resource, watches included.
