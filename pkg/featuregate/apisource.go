@@ -25,9 +25,8 @@ import (
 
 // apiSource reads the FeatureGate from the API server, live: a consistent
 // list of it by name for a read, and a watch from that list's
-// resourceVersion to follow it. Neither
-// retries on its own. client-go otherwise retries a GET on its own schedule
-// (ten times on a dropped connection, and after a 429's Retry-After, which a
+// resourceVersion to follow it. Neither retries on its own. client-go
+// otherwise retries a request on its own schedule (ten times on a dropped connection, and after a 429's Retry-After, which a
 // stopping kube-apiserver sets to 5 s), and its reflector backs off for
 // seconds before resuming a watch: the guard owns its retries, because a
 // change made around an outage must be seen the moment the API answers.
@@ -205,14 +204,16 @@ func (a *apiSource) selector() string {
 	return fields.OneTermEqualSelector("metadata.name", a.name).String()
 }
 
-// follow watches the FeatureGate from the list from was read in, vouching
-// for the view from the moment the API server answered the watch. From
-// anything else (a FeatureGate read gone, a later read of the prover's in
-// between) it lists first and reports the listed object when it is not
-// from. Never from from's own resourceVersion: after an API server restart
-// its watch cache starts at the current revision, and a watch from an older
-// one (the FeatureGate's last change, when anything else was written since)
-// fails at once as "too old".
+// follow watches the FeatureGate from the list from was read in (up to
+// half the freshness bound ago: the startup read), vouching for the view
+// from the moment the API server answered the watch. From anything else (a
+// FeatureGate read gone, a later read of the prover's in between) it lists
+// first and reports the listed object when it is not from. Never from
+// from's own resourceVersion, which may be days old: an API server's watch
+// cache starts at the revision of its start, and a watch from before it
+// fails as "too old". A list's resourceVersion can be too old only after a
+// restart in between; the watch then ends at once with that error, and the
+// monitor reads again.
 func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, following func(), seen func(*configv1.FeatureGate) bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -305,8 +306,9 @@ func describeReadError(name string, err error) error {
 // describeReadErrorOf tells an absent object from an absent API: both leave
 // us without a snapshot, but they call for different fixes. Without the
 // CRD the API server answers a bare "404 page not found", which client-go
-// turns into a NotFound that also names the object, marked
-// UnexpectedServerResponse.
+// turns into a NotFound marked UnexpectedServerResponse (naming the object
+// for a GET; a list names none). A list that finds no object is not an
+// error: read says so itself.
 func describeReadErrorOf(kind, name string, err error) error {
 	var status apierrors.APIStatus
 	switch {

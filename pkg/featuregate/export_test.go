@@ -3,10 +3,12 @@ package featuregate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -72,12 +74,26 @@ func NewStartupAnnouncing(r Getter, o Options, announce func(Snapshot)) *Startup
 	return newStartup(getterSource{getter: r, name: o.Name}, o, a)
 }
 
-// liveGetter reads the way the API source does (its REST client, no
-// retries), and returns the client's errors as they are.
+// liveGetter reads the way the API source does (a consistent list by name
+// on its REST client, no retries), and returns the client's errors as they
+// are: an empty list as the NotFound a GET would answer.
 type liveGetter struct{ src *apiSource }
 
 func (l liveGetter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	return l.src.rc.Get().Resource("featuregates").Name(key.Name).MaxRetries(0).Do(ctx).Into(obj)
+	named := &apiSource{name: key.Name, rc: l.src.rc}
+	list, err := named.list(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		return apierrors.NewNotFound(configv1.Resource("featuregates"), key.Name)
+	}
+	fg, ok := obj.(*configv1.FeatureGate)
+	if !ok {
+		return fmt.Errorf("liveGetter reads FeatureGates, not %T", obj)
+	}
+	list.Items[0].DeepCopyInto(fg)
+	return nil
 }
 
 // NewLiveGetter is a Getter on the API source's REST client for cfg.

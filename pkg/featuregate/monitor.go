@@ -98,8 +98,9 @@ func (m *monitor) Start(ctx context.Context) error {
 		var fg *configv1.FeatureGate
 		var err error
 		if r, ok := m.first(sent); ok && !alarmed {
-			// The startup read, milliseconds old: compared already (it is
-			// the snapshot), and proof as of when it was sent.
+			// The startup read, less than half the bound old: compared
+			// already (it is the snapshot), proof as of when it was sent,
+			// and where the watch starts.
 			fg, sent = r.fg, r.sent
 		} else if fg, err = hedgedRead(ctx, m.src.read, time.Second, lost); errors.Is(err, errNotFound) {
 			// Deleted: the FeatureGate controller reports it, and the

@@ -18,7 +18,9 @@ type source interface {
 	read(ctx context.Context) (*configv1.FeatureGate, error)
 	// follow reports every state of the FeatureGate after from (a result of
 	// read) to seen, until ctx ends or it loses track. It calls following
-	// once it is certain to see any change made after from: from then on,
+	// once it is certain to see any change made after from, or to end with
+	// an error (a watch the server answered may still refuse its start as
+	// too old, at once; the proof keeps its own deadline): from then on,
 	// until follow returns, the guard vouches for its view. It returns nil
 	// when ctx ends or the source ended it in the ordinary way (a watch that
 	// reached its timeout), and otherwise an error saying how it lost track
