@@ -26,10 +26,11 @@ import (
 // apiSource reads the FeatureGate from the API server, live: a consistent
 // list of it by name for a read, and a watch from that list's
 // resourceVersion to follow it. Neither retries on its own. client-go
-// otherwise retries a request on its own schedule (ten times on a dropped connection, and after a 429's Retry-After, which a
-// stopping kube-apiserver sets to 5 s), and its reflector backs off for
-// seconds before resuming a watch: the guard owns its retries, because a
-// change made around an outage must be seen the moment the API answers.
+// otherwise retries a request on its own schedule (ten times on a dropped
+// connection, and after a 429's Retry-After, which a stopping
+// kube-apiserver sets to 5 s), and its reflector backs off for seconds
+// before resuming a watch: the guard owns its retries, because a change
+// made around an outage must be seen the moment the API answers.
 type apiSource struct {
 	name string
 	// dial builds a client on connections of its own (see ownConnection):

@@ -38,33 +38,43 @@ type histogram struct {
 	N      uint64    `json:"n"`
 }
 
-// apiLatency is both histograms at one moment, and the whole request time
+// apiMetrics is both histograms at one moment, the whole request time
 // of every call but the long-running ones, any scope. (A list by
 // metadata.name, the guard's read, is a single-object GET to the API
 // server's metrics; a create is not single-object.)
-type apiLatency struct {
+type apiMetrics struct {
 	SLI, Duration, All histogram
 	// Requests counts every request by "VERB resource", watches included.
 	Requests requestCounts
 }
 
-// scrapeLatency reads the API server's histograms through cfg.
-func scrapeLatency(ctx context.Context, cfg *rest.Config) (apiLatency, error) {
+// scrapeAPIMetrics reads the API server's histograms and request counts
+// through cfg.
+func scrapeAPIMetrics(ctx context.Context, cfg *rest.Config) (apiMetrics, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return apiLatency{}, err
+		return apiMetrics{}, err
 	}
 	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
+		return apiMetrics{}, fmt.Errorf("API server metrics: %w", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return apiLatency{}, fmt.Errorf("API server metrics: %w", err)
+		return apiMetrics{}, fmt.Errorf("API server metrics: %w", err)
 	}
-	return apiLatency{SLI: calls(families[sliMetric], "resource"), Duration: calls(families[durationMetric], "resource"),
+	return apiMetrics{SLI: calls(families[sliMetric], "resource"), Duration: calls(families[durationMetric], "resource"),
 		All: calls(families[durationMetric], ""), Requests: countRequests(families["apiserver_request_total"])}, nil
+}
+
+// labelsOf is m's labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }
 
 // longRunning are the verbs the SLO leaves out.
@@ -79,10 +89,7 @@ func calls(f *dto.MetricFamily, scope string) histogram {
 	}
 	sum := map[float64]uint64{}
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		if (scope != "" && labels["scope"] != scope) || longRunning[labels["verb"]] {
 			continue
 		}
@@ -162,10 +169,7 @@ func countRequests(f *dto.MetricFamily) requestCounts {
 		return out
 	}
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		if labels["resource"] == "" {
 			continue
 		}

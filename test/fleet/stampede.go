@@ -229,7 +229,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 		if err := harness.Wait(ctx, offsets(f.rng, []string{"all"})[0].after); err != nil {
 			return err
 		}
-		lat0, latErr := scrapeLatency(ctx, f.cp.Config)
+		lat0, latErr := scrapeAPIMetrics(ctx, f.cp.Config)
 		servers0 := harness.CPUOf(servers)
 		write = time.Now() // when the request is sent: the detections follow it
 		busy0, total0, cpuErr := machineCPU()
@@ -264,7 +264,7 @@ func (f *Fleet) Stampede(ctx context.Context) (Stampede, error) {
 			st.Busy = float64(busy1-busy0) / float64(total1-total0)
 		}
 		st.ServersCPU = harness.CPUOf(servers) - servers0
-		if lat1, err := scrapeLatency(ctx, f.cp.Config); err == nil && latErr == nil {
+		if lat1, err := scrapeAPIMetrics(ctx, f.cp.Config); err == nil && latErr == nil {
 			st.ServerSLI, st.ServerDuration = lat1.SLI.since(lat0.SLI), lat1.Duration.since(lat0.Duration)
 			st.ServerCalls, st.Requests = lat1.All.since(lat0.All), lat1.Requests.since(lat0.Requests)
 		}
