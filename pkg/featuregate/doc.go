@@ -24,8 +24,8 @@
 // and a monitor reads it live and follows it (a watch from that read, or
 // the file) so that a change made during or just after an API outage is
 // seen as soon as it can be read. A difference in what the component
-// consumes is logged (key diff, detectedBy "reconcile", "verify" or
-// "freshness"), recorded as a FeatureGateChanged Event, and ends the
+// consumes is logged ("FeatureGate changed; requesting shutdown", keys diff,
+// detectedBy "reconcile", "verify" or "freshness"), recorded as a FeatureGateChanged Event, and ends the
 // manager gracefully: Start returns nil, the process exits 0, and its
 // restart reads the new value.
 //

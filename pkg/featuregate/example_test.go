@@ -71,20 +71,21 @@ type configMapReconciler struct {
 }
 
 func (r *configMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// The last look before acting: while the guard cannot vouch that the
-	// FeatureGate still matches the snapshot (an API outage, a change
-	// found and the manager stopping), wait rather than act.
-	if !r.gates.Current() {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
 	cm := &corev1.ConfigMap{}
 	if err := r.client.Get(ctx, req.NamespacedName, cm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	// Act as the gate says, on cm.
+	// Act as the gate says, on cm: here both states write, so the write
+	// asks either way.
 	cm.Data = map[string]string{"example": "disabled"}
 	if r.gates.Enabled(features.FeatureGateExample) {
 		cm.Data["example"] = "enabled"
+	}
+	// The last look, right before the write: while the guard cannot vouch
+	// that the FeatureGate still matches the snapshot (an API outage, a
+	// change found and the manager stopping), wait rather than act.
+	if !r.gates.Current() {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, r.client.Update(ctx, cm)
 }

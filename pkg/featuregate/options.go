@@ -16,7 +16,7 @@ import (
 // Options configures a Guard. EventSource is required unless EventRecorder
 // is set; every other zero value means the default that Defaults returns.
 type Options struct {
-	// Name of the FeatureGate ("cluster").
+	// Name of the FeatureGate; "cluster" when empty.
 	Name string
 	// Version is the component's release version. With it, the snapshot
 	// carries that version's status.featureGates entry, and the guard is not
