@@ -136,8 +136,12 @@ func (s *startup) Start(ctx context.Context) error {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
 				"snapshot", snap.String(), "version", snap.Version(), "versionFrom", s.versionFrom, "attempts", attempt)
 			if snap.tls != nil && snap.tls.Honored {
-				if skipped := snap.tls.settings().skipped; len(skipped) > 0 {
-					s.log.Info("TLS profile names what this binary cannot serve; serving without it", "skipped", skipped,
+				switch served := snap.tls.settings(); {
+				case served.refused != nil:
+					s.log.Error(served.refused, "TLS profile names no group this binary knows; every handshake refused", "skipped", served.skipped,
+						"tlsProfile", snap.tls.String())
+				case len(served.skipped) > 0:
+					s.log.Info("TLS profile names what this binary cannot serve; serving without it", "skipped", served.skipped,
 						"tlsProfile", snap.tls.String())
 				}
 			}

@@ -8,6 +8,8 @@ import (
 var (
 	errTLSNotRead    = errors.New("featuregate: no TLS security profile read yet; no handshake until it is")
 	errTLSNotOptedIn = errors.New("featuregate: Guard.TLSOpts used without featuregate.Options.TLSProfile; no profile is read, so none is served")
+	// errTLSNoKnownGroup is wrapped with the profile's groups.
+	errTLSNoKnownGroup = errors.New("featuregate: the TLS profile names groups and this binary knows none of them; no handshake rather than Go's default groups")
 )
 
 // TLSOpts serves TLS with the snapshot's TLS security profile: pass it,
@@ -18,9 +20,11 @@ var (
 // handshake gets the server's configuration with the profile's minimum
 // version, cipher suites and groups, when the profile is honoured (see
 // TLSProfile.Honored), and as it was given otherwise. It needs
-// Options.TLSProfile; without it every handshake fails, saying so. A
-// profile that changes stops the manager: the process serves the profile it
-// read until it exits.
+// Options.TLSProfile; without it every handshake fails, saying so. An
+// honoured profile that names groups, none of which this binary knows,
+// fails every handshake too, naming them: Go's default groups would serve
+// more than it allows. A profile that changes what is served stops the
+// manager: the process serves the profile it read until it exits.
 func (g *Guard) TLSOpts(cfg *tls.Config) {
 	base := cfg
 	// A GetConfigForClient set by an option before this one is kept:
@@ -48,7 +52,9 @@ func (g *Guard) TLSOpts(cfg *tls.Config) {
 		// source (controller-runtime's certwatcher) after the options.
 		c = c.Clone()
 		c.GetConfigForClient = nil
-		s.tls.apply(c)
+		if err := s.tls.apply(c); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 }

@@ -1,6 +1,7 @@
 package featuregate
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"reflect"
@@ -17,6 +18,20 @@ import (
 // it, resolved at start from the APIServer's spec.tlsSecurityProfile and
 // spec.tlsAdherence (see Options.TLSProfile). It is a value: Snapshot
 // returns a copy.
+//
+// What is served is what crypto/tls makes of the profile, and only a change
+// of that restarts: whether the profile is honoured, the minimum version,
+// the set of TLS 1.0–1.2 suites (below a TLS 1.3 minimum only) and the set
+// of groups. A profile's name, the order of its ciphers or groups (Go
+// ignores both), a cipher's OpenSSL or IANA spelling, its ciphers under a
+// TLS 1.3 minimum, and names this binary does not know are no change.
+//
+// A name this binary does not know never widens what is served: it is left
+// out (and logged at start), and what is left is served, never Go's
+// defaults in its place. Ciphers none of which is a TLS 1.0–1.2 suite this
+// Go knows make the minimum TLS 1.3; groups none of which this Go knows
+// serve no handshake at all (Guard.TLSOpts refuses each one, naming the
+// groups), until a profile names one it knows.
 type TLSProfile struct {
 	// Type is the profile's type: Old, Intermediate, Modern or Custom.
 	// An unset profile is Intermediate, as the API documents it.
@@ -77,26 +92,34 @@ func (p TLSProfile) clone() TLSProfile {
 }
 
 // tlsDiff lists, as sentences, what differs between the startup profile
-// and a live one in what the component consumes: whether it honours the
-// profile, and, when it does, the settings it serves with. The profile's
-// type is a name only: Custom with Intermediate's settings is no change.
+// and a live one in what the component serves: whether it honours the
+// profile, and, when it does, the settings crypto/tls serves with (see
+// tlsSettings), so that only a change a client can tell restarts. The
+// sentences name the profile's fields; the minimum version is the one
+// served. The profile's type is a name only: Custom with Intermediate's
+// settings is no change. Two profiles that both serve no handshake (no
+// group this Go knows) serve the same: nothing.
 func tlsDiff(startup, live TLSProfile) []string {
-	var out []string
 	if startup.Honored != live.Honored {
-		out = append(out, fmt.Sprintf("TLS profile honored %t → %t (adherence %q → %q)", startup.Honored, live.Honored, startup.Adherence, live.Adherence))
-		return out
+		return []string{fmt.Sprintf("TLS profile honored %t → %t (adherence %q → %q)", startup.Honored, live.Honored, startup.Adherence, live.Adherence)}
 	}
 	if !startup.Honored {
 		return nil
 	}
-	if startup.MinTLSVersion != live.MinTLSVersion {
-		out = append(out, fmt.Sprintf("minTLSVersion %s → %s (profile %s → %s)", startup.MinTLSVersion, live.MinTLSVersion, startup.Type, live.Type))
+	was, is := startup.settings(), live.settings()
+	if was.refused != nil && is.refused != nil {
+		return nil
 	}
-	if !slices.Equal(startup.Ciphers, live.Ciphers) {
-		out = append(out, fmt.Sprintf("ciphers %v → %v (profile %s → %s)", startup.Ciphers, live.Ciphers, startup.Type, live.Type))
+	profiles := fmt.Sprintf("(profile %s → %s)", startup.Type, live.Type)
+	var out []string
+	if was.minVersion != is.minVersion {
+		out = append(out, fmt.Sprintf("minTLSVersion %s → %s %s", versionName(was.minVersion), versionName(is.minVersion), profiles))
 	}
-	if !slices.Equal(startup.Groups, live.Groups) {
-		out = append(out, fmt.Sprintf("groups %v → %v (profile %s → %s)", startup.Groups, live.Groups, startup.Type, live.Type))
+	if was.minVersion < tls.VersionTLS13 && is.minVersion < tls.VersionTLS13 && !slices.Equal(was.suites, is.suites) {
+		out = append(out, fmt.Sprintf("ciphers %v → %v %s", startup.Ciphers, live.Ciphers, profiles))
+	}
+	if (was.refused == nil) != (is.refused == nil) || !slices.Equal(was.curves, is.curves) {
+		out = append(out, fmt.Sprintf("groups %v → %v %s", startup.Groups, live.Groups, profiles))
 	}
 	return out
 }
@@ -239,13 +262,29 @@ var tlsGroups = map[string]tls.CurveID{
 // String names the curves it knows and numbers the others.
 func goKnows(id tls.CurveID) bool { return !strings.HasPrefix(id.String(), "CurveID(") }
 
-// tlsSettings are a profile as crypto/tls takes it, and the names it could
-// not take (to be logged once, at start).
+// tlsSettings are what a server serves with under a profile, as crypto/tls
+// takes them: the one value apply (what is served) and tlsDiff (what
+// restarts) both read, so that the two cannot disagree. Names are
+// resolved to IDs, and what crypto/tls ignores is left out.
 type tlsSettings struct {
+	// minVersion is the profile's minimum, or TLS 1.3 when the profile
+	// names ciphers and none of them is a TLS 1.0–1.2 suite this Go knows:
+	// no CipherSuites would be Go's defaults, more than the profile allows.
 	minVersion uint16
-	suites     []uint16
-	curves     []tls.CurveID
-	skipped    []string
+	// suites are the TLS 1.0–1.2 suites, as a sorted set; nil under a TLS
+	// 1.3 minimum (crypto/tls configures no TLS 1.3 suite) and when the
+	// profile names none (Go's defaults).
+	suites []uint16
+	// curves are the groups, as a sorted set; nil when the profile names
+	// none (Go's defaults), or none this Go knows (then refused is set).
+	curves []tls.CurveID
+	// refused, when the profile names groups and this Go knows none of
+	// them, says why no handshake is served: no CurvePreferences would be
+	// Go's default groups, more than the profile allows.
+	refused error
+	// skipped names what the profile names and this binary cannot serve,
+	// to be logged once, at start.
+	skipped []string
 }
 
 // cipherSuiteIDs maps the IANA names of the suites this Go implements to
@@ -258,50 +297,102 @@ var cipherSuiteIDs = sync.OnceValue(func() map[string]uint16 {
 	return ids
 })
 
+// settings resolves the profile into what crypto/tls serves with (see
+// tlsSettings), whether or not it is honoured.
 func (p TLSProfile) settings() tlsSettings {
-	s := tlsSettings{minVersion: tlsVersions[p.MinTLSVersion]}
-	ids := cipherSuiteIDs()
+	suites, skipped := p.suiteIDs()
+	curves, skippedGroups := p.curveIDs()
+	s := tlsSettings{minVersion: tlsVersions[p.MinTLSVersion], curves: curves, skipped: append(skipped, skippedGroups...)}
+	if len(p.Ciphers) > 0 && len(suites) == 0 {
+		s.minVersion = tls.VersionTLS13
+	}
+	if s.minVersion < tls.VersionTLS13 {
+		s.suites = suites
+	}
+	if len(p.Groups) > 0 && len(curves) == 0 {
+		s.refused = fmt.Errorf("%w (groups %s)", errTLSNoKnownGroup, strings.Join(p.Groups, ", "))
+	}
+	return s
+}
+
+// suiteIDs resolves the profile's ciphers, in OpenSSL's spelling or IANA's,
+// into the set of TLS 1.0–1.2 suites this Go implements, and the names it
+// does not know. TLS 1.3's suites are neither: they are on with TLS 1.3.
+func (p TLSProfile) suiteIDs() (ids []uint16, unknown []string) {
+	known := cipherSuiteIDs()
 	for _, name := range p.Ciphers {
 		iana := name
 		if n, ok := openSSLCiphers[name]; ok {
 			iana = n
 		}
-		switch id, ok := ids[iana]; {
+		switch id, ok := known[iana]; {
 		case tls13Suites[iana]:
 		case ok:
-			s.suites = append(s.suites, id)
+			ids = append(ids, id)
 		default:
-			s.skipped = append(s.skipped, "cipher "+name)
+			unknown = append(unknown, "cipher "+name)
 		}
 	}
-	for _, g := range p.Groups {
-		if id, ok := tlsGroups[g]; ok && goKnows(id) {
-			s.curves = append(s.curves, id)
-		} else {
-			s.skipped = append(s.skipped, "group "+g)
-		}
-	}
-	return s
+	return sortedSet(ids), unknown
 }
 
-// apply sets cfg to serve with the profile, when it is honoured.
-func (p TLSProfile) apply(cfg *tls.Config) {
+// curveIDs resolves the profile's groups into the set of curves this Go
+// implements, and the names it does not know.
+func (p TLSProfile) curveIDs() (ids []tls.CurveID, unknown []string) {
+	for _, g := range p.Groups {
+		if id, ok := tlsGroups[g]; ok && goKnows(id) {
+			ids = append(ids, id)
+		} else {
+			unknown = append(unknown, "group "+g)
+		}
+	}
+	return sortedSet(ids), unknown
+}
+
+// sortedSet is ids sorted, without repeats: the order of a list is no
+// setting, since crypto/tls ignores it in both lists a profile sets. Its
+// Config.CipherSuites doc says "The order of the list is ignored" (Go
+// 1.17 on, golang.org/issue/45430: the server picks by its
+// cipherSuitesPreferenceOrder, cipher_suites.go), and its
+// Config.CurvePreferences doc says the same (Go 1.24 on,
+// golang.org/issue/69393: Config.curvePreferences, common.go, keeps
+// defaultCurvePreferences' order and only filters it by the list). The
+// library's floor is Go 1.25; TestTLSDiffMatchesHandshakes checks it
+// against the Go the tests are built with.
+func sortedSet[T cmp.Ordered](ids []T) []T {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// versionName is the API's name of a TLS version, as the sentences of
+// tlsDiff spell it.
+func versionName(v uint16) configv1.TLSProtocolVersion {
+	for name, id := range tlsVersions {
+		if id == v {
+			return name
+		}
+	}
+	return configv1.TLSProtocolVersion(tls.VersionName(v))
+}
+
+// apply sets cfg to serve with the profile, when it is honoured; an error
+// when it serves no handshake (see tlsSettings.refused).
+func (p TLSProfile) apply(cfg *tls.Config) error {
 	if !p.Honored {
-		return
+		return nil
 	}
 	s := p.settings()
+	if s.refused != nil {
+		return s.refused
+	}
 	cfg.MinVersion = s.minVersion
-	// With TLS 1.3 as the minimum the suites play no part. An empty list
-	// means Go's defaults: when the profile named suites and none of them
-	// is below TLS 1.3, it is TLS 1.3 only, not Go's defaults.
+	// Under a TLS 1.3 minimum the suites play no part: the server's own
+	// are left as they are.
 	if s.minVersion < tls.VersionTLS13 {
 		cfg.CipherSuites = s.suites
-		if len(s.suites) == 0 && len(p.Ciphers) > 0 {
-			// Every suite named is TLS 1.3's, or unknown: none below it.
-			cfg.MinVersion = tls.VersionTLS13
-		}
 	}
 	if len(s.curves) > 0 {
 		cfg.CurvePreferences = s.curves
 	}
+	return nil
 }

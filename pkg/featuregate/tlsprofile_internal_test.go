@@ -101,26 +101,96 @@ func TestResolveTLSProfile(t *testing.T) {
 // profile it does not honour, does not.
 func TestTLSDiff(t *testing.T) {
 	g := NewWithT(t)
-	intermediate := TLSProfile{Type: "Intermediate", MinTLSVersion: configv1.VersionTLS12, Ciphers: []string{"A", "B"}, Honored: true}
+	ciphers := []string{"ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384"}
+	intermediate := TLSProfile{Type: "Intermediate", MinTLSVersion: configv1.VersionTLS12, Ciphers: ciphers, Honored: true}
 	sameAsCustom := intermediate
 	sameAsCustom.Type = "Custom"
 	g.Expect(tlsDiff(intermediate, sameAsCustom)).To(BeEmpty())
 
-	modern := TLSProfile{Type: "Modern", MinTLSVersion: configv1.VersionTLS13, Ciphers: []string{"A", "B"}, Honored: true}
-	g.Expect(tlsDiff(intermediate, modern)).To(ConsistOf(ContainSubstring("minTLSVersion VersionTLS12 → VersionTLS13")))
-
-	fewer := intermediate
-	fewer.Ciphers = []string{"A"}
-	g.Expect(tlsDiff(intermediate, fewer)).To(ConsistOf(ContainSubstring("ciphers [A B] → [A]")))
-
-	grouped := intermediate
-	grouped.Groups = []string{"X25519"}
-	g.Expect(tlsDiff(intermediate, grouped)).To(ConsistOf(ContainSubstring("groups [] → [X25519]")))
+	modern := TLSProfile{Type: "Modern", MinTLSVersion: configv1.VersionTLS13, Ciphers: ciphers, Honored: true}
+	g.Expect(tlsDiff(intermediate, modern)).To(ConsistOf(ContainSubstring("minTLSVersion VersionTLS12 → VersionTLS13 (profile Intermediate → Modern)")))
 
 	ignored, ignoredModern := intermediate, modern
 	ignored.Honored, ignoredModern.Honored = false, false
 	g.Expect(tlsDiff(ignored, ignoredModern)).To(BeEmpty(), "a profile not honoured is not consumed")
 	g.Expect(tlsDiff(ignored, intermediate)).To(ConsistOf(ContainSubstring("TLS profile honored false → true")))
+}
+
+// servedCase is a change of profile, and the sentence tlsDiff says of it:
+// none when what is served stays the same.
+type servedCase struct {
+	name     string
+	from, to TLSProfile
+	diff     string
+}
+
+// The suites a test server with an ECDSA certificate can serve.
+const (
+	ecdsaAES128 = "ECDHE-ECDSA-AES128-GCM-SHA256"
+	ecdsaAES256 = "ECDHE-ECDSA-AES256-GCM-SHA384"
+	ecdsaChaCha = "ECDHE-ECDSA-CHACHA20-POLY1305"
+)
+
+// servedCases are the changes of profile that serve the same, and those
+// that do not: the restart follows what a handshake gets, not how the
+// profile spells it.
+func servedCases() []servedCase {
+	custom := func(v configv1.TLSProtocolVersion, ciphers []string, groups ...string) TLSProfile {
+		return TLSProfile{Type: configv1.TLSProfileCustomType, MinTLSVersion: v, Ciphers: ciphers, Groups: groups, Honored: true}
+	}
+	const v12, v13 = configv1.VersionTLS12, configv1.VersionTLS13
+	tls12 := []string{ecdsaAES128, ecdsaAES256}
+	return []servedCase{
+		// The same served: no restart.
+		{name: "another cipher list under a TLS 1.3 minimum",
+			from: custom(v13, []string{"TLS_AES_128_GCM_SHA256", ecdsaAES128}), to: custom(v13, []string{"TLS_AES_256_GCM_SHA384"})},
+		{name: "groups reordered",
+			from: custom(v12, tls12, "X25519", "secp256r1"), to: custom(v12, tls12, "secp256r1", "X25519")},
+		{name: "an OpenSSL cipher name in IANA's spelling",
+			from: custom(v12, tls12), to: custom(v12, []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", ecdsaAES256})},
+		{name: "ciphers reordered",
+			from: custom(v12, []string{ecdsaAES128, ecdsaAES256, ecdsaChaCha}), to: custom(v12, []string{ecdsaChaCha, ecdsaAES256, ecdsaAES128})},
+		{name: "TLS 1.2 with no suite below TLS 1.3 is TLS 1.3",
+			from: custom(v12, []string{"TLS_AES_128_GCM_SHA256"}), to: custom(v13, nil)},
+		{name: "a group this Go does not know dropped",
+			from: custom(v12, tls12, "X25519", "brainpoolP256r1"), to: custom(v12, tls12, "X25519")},
+		{name: "no group this Go knows, either way: nothing served",
+			from: custom(v12, tls12, "brainpoolP256r1"), to: custom(v13, nil, "ffdhe2048")},
+		// Something else served: a restart.
+		{name: "the minimum version",
+			from: custom(v12, tls12), to: custom(v13, tls12), diff: "minTLSVersion VersionTLS12 → VersionTLS13"},
+		{name: "the effective minimum: no suite below TLS 1.3 left",
+			from: custom(v12, tls12), to: custom(v12, []string{"TLS_AES_128_GCM_SHA256"}), diff: "minTLSVersion VersionTLS12 → VersionTLS13"},
+		{name: "a TLS 1.2 suite removed",
+			from: custom(v12, tls12), to: custom(v12, []string{ecdsaAES128}),
+			diff: "ciphers [" + ecdsaAES128 + " " + ecdsaAES256 + "] → [" + ecdsaAES128 + "]"},
+		{name: "a group removed",
+			from: custom(v12, tls12, "X25519", "secp256r1"), to: custom(v12, tls12, "X25519"), diff: "groups [X25519 secp256r1] → [X25519]"},
+		{name: "Go's default groups to one",
+			from: custom(v12, tls12), to: custom(v12, tls12, "X25519"), diff: "groups [] → [X25519]"},
+		{name: "no group this Go knows, then one",
+			from: custom(v12, tls12, "brainpoolP256r1"), to: custom(v12, tls12, "brainpoolP256r1", "secp384r1"),
+			diff: "groups [brainpoolP256r1] → [brainpoolP256r1 secp384r1]"},
+	}
+}
+
+// tlsDiff compares what is served: a change a handshake cannot tell is no
+// restart, and each change it can tell is one sentence, naming the
+// profile's fields.
+func TestTLSDiffComparesWhatIsServed(t *testing.T) {
+	for _, tc := range servedCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := tlsDiff(tc.from, tc.to)
+			if tc.diff == "" {
+				g.Expect(d).To(BeEmpty())
+				g.Expect(tlsDiff(tc.to, tc.from)).To(BeEmpty(), "the other way round")
+				return
+			}
+			g.Expect(d).To(ConsistOf(ContainSubstring(tc.diff)))
+			g.Expect(tlsDiff(tc.to, tc.from)).To(HaveLen(1), "the other way round")
+		})
+	}
 }
 
 // The settings Go takes: OpenSSL and IANA names alike, TLS 1.3's suites
@@ -133,7 +203,7 @@ func TestTLSProfileSettings(t *testing.T) {
 		Groups:  []string{"X25519", "secp256r1", "brainpool"}}.settings()
 	g.Expect(s.minVersion).To(Equal(uint16(tls.VersionTLS12)))
 	g.Expect(s.suites).To(Equal([]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384}))
-	g.Expect(s.curves).To(Equal([]tls.CurveID{tls.X25519, tls.CurveP256}))
+	g.Expect(s.curves).To(Equal([]tls.CurveID{tls.CurveP256, tls.X25519}), "a set, in ID order: crypto/tls ignores the order")
 	g.Expect(s.skipped).To(Equal([]string{"cipher ECDHE-RSA-AES256-SHA384", "group brainpool"}))
 	g.Expect(goKnows(tls.CurveID(0xffff))).To(BeFalse())
 	g.Expect(goKnows(tls.CurveID(0x11ec))).To(BeTrue(), "X25519MLKEM768 is in Go since 1.24")

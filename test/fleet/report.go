@@ -111,7 +111,15 @@ func (r Report) Markdown() string {
 	}
 
 	b.WriteString("### Restarts per change, guard vs library-go's rule\n\n")
+	fmt.Fprintf(&b, "**A model, not a cluster, for the adopters not on %s.** The harness rewrites every version's status entry from the new spec, one status write per version, each 0.5-3 s after the spec write (seeded). "+
+		"A cluster's cluster-config-operator computes only its own release version's entry and writes it in one status write that keeps the other versions' entries as they were and drops those of versions not in the ClusterVersion's history "+
+		"(openshift/cluster-config-operator@a02c879 `pkg/operator/featuregates/featuregate_controller.go:89-128`). "+
+		"So on a cluster whose cluster-config-operator runs %s, its %d adopters here restart as counted, while an adopter of another version finds its entry unchanged: "+
+		"no restart for a gate consumer, under the guard or library-go's rule, and, on a feature-set switch, one exit for a feature-set consumer once its wait for the rewrite (10 s) runs out. "+
+		"The upgrade's entries are modelled too: a cluster drops an entry only once its version has left the ClusterVersion's history.\n\n",
+		versionCurrent, versionCurrent, versions[versionCurrent])
 	b.WriteString("library-go's FeatureGateAccess restarts once per status write that changes its version's enabled or disabled list, whatever spec.featureSet says. Settled: all Ready and no start or exit for " + ms(r.Settle) + ".\n\n")
+	b.WriteString("Restarts in the model:\n\n")
 	b.WriteString(restartTable(r.Phases))
 	b.WriteString("\n| change | writes | settled after |\n|---|---|---:|\n")
 	for _, ph := range r.Phases {
@@ -120,9 +128,9 @@ func (r Report) Markdown() string {
 
 	s := r.Stampede
 	b.WriteString("\n### Stampede: a gate every adopter consumes flipped\n\n")
-	b.WriteString("spec.customNoUpgrade write, then one status write rewriting every entry; times from that status write. Ready polled every 100 ms per adopter; API latency by a GET of a Namespace every 50 ms on a client of its own.\n\n")
+	b.WriteString("spec.customNoUpgrade write, then one status write rewriting every entry (the model's write, as above: on a cluster only the adopters of cluster-config-operator's version would restart); times from that status write. Ready polled every 100 ms per adopter; API latency by a GET of a Namespace every 50 ms on a client of its own.\n\n")
 	l, g := r.LibraryGoStampede, r.BareStampede
-	b.WriteString("Three fleets, one after the other, on the same versions and gates: examples/consumer (an operator: the guard, a ConfigMap controller, `/decide` asked once a second each); test/fleet/cmd/bare (the guard and nothing else, written from docs/adopting.md); test/librarygo/cmd/idle (library-go's FeatureGateAccess and nothing else, recording its Events as an operator's kube recorder does; it exits 0 at once, logging no detection line).\n\n")
+	b.WriteString("Three fleets, one after the other, on the same versions and gates: examples/consumer (an operator: the guard, a ConfigMap controller, `/decide` asked once a second each); test/fleet/cmd/bare (the guard and nothing else, written from docs/adopting.md); test/librarygo/cmd/idle (library-go's FeatureGateAccess and nothing else, recording its Events as core Events through library-go's plain recorder, `events.NewRecorder`, one create each, where an operator's `events.NewKubeRecorder` sends them through client-go's broadcaster; it exits 0 at once, logging no detection line).\n\n")
 	fmt.Fprintf(&b, "| measure | examples/consumer | bare guard | library-go |\n|---|---|---|---|\n")
 	row := func(name string, f func(Stampede) string) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, f(s), f(g), f(l))
