@@ -31,6 +31,9 @@ type comparison struct {
 	log     logr.Logger
 	// rewriteTimeout is entryRewriteTimeout; tests shorten it.
 	rewriteTimeout time.Duration
+	// entry keeps a feature-set consumer from vouching for a snapshot
+	// whose status may be older than its spec; nil for other consumers.
+	entry *entryCheck
 }
 
 // compare builds the live view the way the snapshot was built and, when it
@@ -53,6 +56,7 @@ func (c *comparison) compare(ctx context.Context, fg *configv1.FeatureGate, dete
 	if !ok {
 		return false
 	}
+	c.entry.seen(fg)
 	live := build(fg, snapshot.version)
 	d := diff(snapshot, live, c.consumed)
 	if d.none() {

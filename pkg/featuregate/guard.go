@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +119,10 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
 		read:     src.read, rewriteTimeout: entryRewriteTimeout,
 		events: writer, metrics: m, log: opts.Logger}
+	if opts.WatchFeatureSet {
+		g.comparison.entry = &entryCheck{wait: entryRewriteWait, log: opts.Logger}
+		g.startup.taking = g.comparison.entry.taken
+	}
 	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	if opts.TLSProfile != nil {
 		if g.tls, err = newTLSSource(cfg, *opts.TLSProfile, opts.FreshnessBound); err != nil {
@@ -172,6 +177,9 @@ func (g *Guard) Current() bool {
 	default:
 	}
 	if _, ok := g.startup.Snapshot(); !ok {
+		return false
+	}
+	if g.comparison.entry.pending(time.Now()) {
 		return false
 	}
 	return g.monitor.Current()

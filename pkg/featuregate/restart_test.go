@@ -1,6 +1,7 @@
 package featuregate_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
@@ -134,4 +136,91 @@ func (k *kubelet) snapshots() []featuregate.Snapshot {
 		out = append(out, s)
 	}
 	return out
+}
+
+// A feature-set consumer never vouches for a mixed snapshot, however late
+// cluster-config-operator rewrites the entry: here 15 s after the spec
+// write, past the 10 s the first process holds its exit. Its replacement
+// starts between the two writes and reads the new feature set over the old
+// set's entry, as any process starting then would; the entry's status,
+// last written before the spec (managedFields), keeps its Current false
+// until the rewrite, which restarts it onto a snapshot that is not mixed.
+// Every poll of the test looks: no process may answer Current true on a
+// mixed snapshot. A late rewrite costs a second restart (library-go's
+// accessor makes one), never a decision on gates the cluster has not
+// written for its feature set.
+func TestNoMixedSnapshotAtALateRewrite(t *testing.T) {
+	const version = "4.22.0"
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	// Gate H is enabled in the TechPreviewNoUpgrade entry only.
+	testenv.CreateFeatureGate(t, c, featureGate(configv1.Default, featuregatetest.Named(name), status(version, nil, []string{"G", "H"})))
+	k := &kubelet{t: t, opts: featuregate.Options{Name: name, Version: version, WatchFeatureSet: true}}
+	k.start()
+	g.Eventually(k.process().guard.Current).WithTimeout(time.Minute).Should(BeTrue())
+
+	var vouched []string
+	look := func() int {
+		p := k.restartIfStopped()
+		if s, ok := p.guard.Snapshot(); ok && s.FeatureSetName() == "TechPreviewNoUpgrade" && !s.Enabled("H") && p.guard.Current() {
+			vouched = append(vouched, fmt.Sprintf("process %d: %s", len(k.processes), s))
+		}
+		return len(k.processes) - 1
+	}
+	// managedFields keep seconds: a spec written in the second of the
+	// status's last write would count as caught up with (entry.go). The
+	// admin's switch comes later than that, as in a cluster.
+	g.Eventually(func() bool { return time.Now().After(statusWrittenAt(ctx, t, c, name).Add(time.Second)) }).
+		WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).Should(BeTrue())
+	specUpdate(toTechPreview).apply(ctx, t, c, name)
+	// The first process holds its exit 10 s, then stops: its replacement
+	// reads the mixed pair and must not vouch for it.
+	g.Eventually(look).WithTimeout(30 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal(1))
+	replacement := k.process()
+	g.Eventually(func() bool { _, ok := replacement.guard.Snapshot(); return ok }).WithTimeout(time.Minute).Should(BeTrue())
+	g.Consistently(look).WithTimeout(3 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal(1))
+	_, said := replacement.log.Find(testenv.All(testenv.Message("FeatureGate status older than its spec; not vouching for the snapshot until it is written again"),
+		testenv.KeyEquals("featureSet", "TechPreviewNoUpgrade"), testenv.HasKey("specWritten"), testenv.HasKey("statusWritten")))
+	g.Expect(said).To(BeTrue(), "the replacement says why it does not vouch:\n%s", replacement.log)
+
+	late := time.NewTimer(15 * time.Second) // cluster-config-operator restarting
+	for stop := false; !stop; {
+		select {
+		case <-late.C:
+			stop = true
+		case <-time.After(10 * time.Millisecond):
+			look()
+		}
+	}
+	statusUpdate(func(fg *configv1.FeatureGate) {
+		*statusEntry(fg, version) = details(version, []string{"G", "H"}, nil)
+	}).apply(ctx, t, c, name)
+	g.Eventually(look).WithTimeout(time.Minute).WithPolling(10 * time.Millisecond).Should(Equal(2))
+	g.Eventually(func() bool { look(); return k.process().guard.Current() }).WithTimeout(time.Minute).WithPolling(10 * time.Millisecond).Should(BeTrue())
+	g.Consistently(look).WithTimeout(2 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal(2))
+
+	t.Logf("snapshots %v", k.snapshots())
+	g.Expect(vouched).To(BeEmpty(), "Current true on a mixed snapshot")
+	last := k.snapshots()[2]
+	g.Expect(last.FeatureSetName()).To(Equal("TechPreviewNoUpgrade"))
+	g.Expect(last.Enabled("H")).To(BeTrue())
+}
+
+// statusWrittenAt is when FeatureGate name's status was last written, as
+// its managedFields say.
+func statusWrittenAt(ctx context.Context, t *testing.T, c client.Client, name string) time.Time {
+	t.Helper()
+	fg := &configv1.FeatureGate{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, fg); err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time
+	for _, m := range fg.ManagedFields {
+		if m.Subresource == "status" && m.Time != nil && m.Time.After(at) {
+			at = m.Time.Time
+		}
+	}
+	return at
 }

@@ -48,7 +48,10 @@ type startup struct {
 	// announce is called once the snapshot is published (readiness first;
 	// Events may take a round trip).
 	announce func(context.Context, Snapshot)
-	log      logr.Logger
+	// taking, when set, looks at the FeatureGate a snapshot is taken from
+	// before it is published (entryCheck).
+	taking func(*configv1.FeatureGate, Snapshot, time.Time)
+	log    logr.Logger
 
 	// versionFrom says where the snapshot's version came from.
 	versionFrom string
@@ -143,6 +146,14 @@ func (s *startup) Start(ctx context.Context) error {
 				case len(served.skipped) > 0:
 					s.log.Info("TLS profile names what this binary cannot serve; serving without it", "skipped", served.skipped,
 						"tlsProfile", snap.tls.String())
+				}
+			}
+			if s.taking != nil {
+				s.mu.Lock()
+				read := s.read
+				s.mu.Unlock()
+				if read != nil {
+					s.taking(read.fg, snap, time.Now())
 				}
 			}
 			s.publish(snap)
