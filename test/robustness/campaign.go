@@ -50,6 +50,9 @@ type Config struct {
 	Manager, Consumer string
 	// Faults, when not empty, restricts the faults to these kinds.
 	Faults []string
+	// Exposures are run in turn after the random traffic and faults
+	// (exposure.go): situations made to happen, not drawn.
+	Exposures []string
 	// ChangesApart bounds the time between two FeatureGate changes; 2 to
 	// 12 s when zero: often enough that faults overlap changes, seldom
 	// enough that an operator replica lives to lead and apply between two.
@@ -86,6 +89,9 @@ type Result struct {
 	// WorstStaleness is the longest a decision trailed the value it was
 	// made on (0 when every decision was on the current value).
 	WorstStaleness time.Duration
+	// Unsettled counts the exposures before which the consumer did not
+	// decide on the current value within a minute.
+	Unsettled int
 }
 
 // The consumer reads its version's status entry for this gate; the
@@ -166,6 +172,8 @@ type campaign struct {
 	active map[string]bool
 	// watched counts the applies a watch saw: Result.Applied.
 	watched int
+	// unsettled counts the exposures whose consumer did not settle first.
+	unsettled int
 }
 
 // Run runs a campaign and checks its history.
@@ -205,6 +213,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	c.startProcesses()
 	err = c.drive(ctx, kinds)
+	if err == nil {
+		err = c.expose(ctx, cfg.Exposures)
+	}
 	missing := c.missing()
 	c.mu.Lock()
 	c.bench.Missing = missing
@@ -232,6 +243,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Late = LateApplies(res.Events, cfg.Rules)
 	res.Writes, res.Decisions, res.WorstStaleness = stats(res.Events)
 	res.Applied = c.watchedApplies()
+	c.mu.Lock()
+	res.Unsettled = c.unsettled
+	c.mu.Unlock()
 	for _, e := range res.Events {
 		if e.Kind == KindLeading {
 			res.Leads++
@@ -513,18 +527,31 @@ func (c *campaign) inject(ctx context.Context, kind string, length time.Duration
 		delete(c.active, kind)
 		c.mu.Unlock()
 	}()
+	heal := c.begin(ctx, kind, pick)
+	_ = harness.Wait(ctx, length)
+	c.end(ctx, kind, heal)
+}
+
+// begin starts a fault, recording its start and counting whether it was
+// injected, and returns what heals it (nil: nothing to heal).
+func (c *campaign) begin(ctx context.Context, kind string, pick int) (heal func() error) {
 	c.rec.Record(Event{Kind: KindFault, Fault: kind, Phase: PhaseStart, Stalls: stalling[kind]})
 	heal, err := c.start(ctx, kind, pick)
 	if err != nil {
 		c.cfg.Logf("fault not injected: kind=%s err=%v", kind, err)
 	}
 	c.count(func(b *Bench) { addTo(b.Faults, kind, err) })
-	_ = harness.Wait(ctx, length)
+	return heal
+}
+
+// end heals what begin started, recording the heal (and, for a fault of
+// the servers, when the twin serves again) and counting whether it healed.
+func (c *campaign) end(ctx context.Context, kind string, heal func() error) {
 	if heal == nil {
 		c.rec.Record(Event{Kind: KindFault, Fault: kind, Phase: PhaseHeal, Stalls: stalling[kind]})
 		return
 	}
-	err = heal()
+	err := heal()
 	if err != nil {
 		c.cfg.Logf("fault not healed: kind=%s err=%v", kind, err)
 	}
@@ -751,11 +778,18 @@ func (c *campaign) change(ctx context.Context) error {
 			fg.Spec.CustomNoUpgrade = &configv1.CustomFeatureGates{}
 		}
 		if len(fg.Spec.CustomNoUpgrade.Disabled) == 0 {
-			fg.Spec.CustomNoUpgrade.Disabled = []configv1.FeatureGateName{"GateC"}
+			fg.Spec.CustomNoUpgrade.Disabled = []configv1.FeatureGateName{customGate}
 		} else {
 			fg.Spec.CustomNoUpgrade.Disabled = nil
 		}
 	}
+	return c.commit(ctx, fg, status)
+}
+
+// commit writes fg, its status when status is set, else its spec (and
+// then, after Config.EntryRewrite, this version's entry as
+// cluster-config-operator would), recording each write.
+func (c *campaign) commit(ctx context.Context, fg *configv1.FeatureGate, status bool) error {
 	sent := time.Now()
 	var err error
 	if status {
@@ -772,7 +806,10 @@ func (c *campaign) change(ctx context.Context) error {
 	}
 	// cluster-config-operator rewrites this version's entry from the spec
 	// a moment later: a consumer of the feature set restarts once that
-	// entry caught up.
+	// entry caught up. The end of the campaign's traffic does not stop
+	// it: an entry left behind its spec keeps a feature-set consumer from
+	// vouching for its snapshot (for up to two minutes), as in a cluster.
+	ctx = context.WithoutCancel(ctx)
 	if err := harness.Wait(ctx, c.cfg.EntryRewrite); err != nil {
 		return err
 	}
@@ -793,7 +830,7 @@ func (c *campaign) rewriteEntry(ctx context.Context, set configv1.FeatureSet) er
 			if fg.Spec.FeatureSet != set {
 				return nil // changed again since: that change rewrites it
 			}
-			markEntry(fg, version, set)
+			markEntry(fg, version)
 			sent := time.Now()
 			if err = c.admin.Status().Update(ctx, fg); err == nil {
 				c.rec.Record(Event{Kind: KindWrite, Sent: sent, Value: valueOf(fg), RV: fg.ResourceVersion})
@@ -806,11 +843,21 @@ func (c *campaign) rewriteEntry(ctx context.Context, set configv1.FeatureSet) er
 	}
 }
 
-// markEntry rewrites version's entry for feature set set, keeping the
-// gate: each feature set has its own gate lists, which a marker gate
-// stands for here.
-func markEntry(fg *configv1.FeatureGate, v string, set configv1.FeatureSet) {
+// markEntry rewrites version's entry from the spec, keeping the gate: each
+// feature set has its own gate lists, which a marker gate stands for here,
+// and the custom lists' disabled gates are disabled in it, so that a change
+// of those lists changes the entry as cluster-config-operator's rewrite
+// would (a rewrite that changes nothing writes nothing).
+func markEntry(fg *configv1.FeatureGate, v string) {
+	set := fg.Spec.FeatureSet
+	if set == "" {
+		set = configv1.Default
+	}
 	marker := configv1.FeatureGateName("Set" + string(set))
+	var customOff []configv1.FeatureGateName
+	if set == configv1.CustomNoUpgrade && fg.Spec.CustomNoUpgrade != nil {
+		customOff = fg.Spec.CustomNoUpgrade.Disabled
+	}
 	for i := range fg.Status.FeatureGates {
 		d := &fg.Status.FeatureGates[i]
 		if d.Version != v {
@@ -818,9 +865,16 @@ func markEntry(fg *configv1.FeatureGate, v string, set configv1.FeatureSet) {
 		}
 		d.Enabled = slices.DeleteFunc(d.Enabled, func(a configv1.FeatureGateAttributes) bool { return strings.HasPrefix(string(a.Name), "Set") })
 		d.Enabled = append(d.Enabled, configv1.FeatureGateAttributes{Name: marker})
+		d.Disabled = slices.DeleteFunc(d.Disabled, func(a configv1.FeatureGateAttributes) bool { return a.Name == customGate })
+		if slices.Contains(customOff, customGate) {
+			d.Disabled = append(d.Disabled, configv1.FeatureGateAttributes{Name: customGate})
+		}
 		return
 	}
 }
+
+// customGate is the gate the custom lists change.
+const customGate configv1.FeatureGateName = "GateC"
 
 // setEntry sets the gate in version's status entry, keeping the others.
 func setEntry(fg *configv1.FeatureGate, v string, enabled bool) {

@@ -25,6 +25,9 @@ var (
 	faultsFlag    = flag.String("robustness.faults", "", "Comma-separated fault kinds to draw from (empty: all).")
 	reportFlag    = flag.String("robustness.report", "", "Write the campaigns' table (Markdown) to this file.")
 	keepFlag      = flag.Bool("robustness.keep", false, "Keep each campaign's directory (history and logs) even when it passes.")
+	exposeFlag    = flag.String("robustness.exposures", strings.Join(AllExposures, ","), "Comma-separated exposures each campaign of TestCampaigns runs after its random part (empty: none).")
+	plantedSeeds  = flag.Int("robustness.planted-seeds", 5, "How many seeds each planted bug is run with (its own seed, then the next ones).")
+	plantedLength = flag.Duration("robustness.planted-duration", 10*time.Second, "How long each planted bug's campaign's random traffic and faults last, before its exposure.")
 )
 
 var bins struct{ manager, consumer, root string }
@@ -101,6 +104,13 @@ func campaignDir(t *testing.T, name string) string {
 	return dir
 }
 
+func exposuresOf(list string) []string {
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
+
 func faultKinds() []string {
 	if *faultsFlag == "" {
 		return nil
@@ -124,7 +134,7 @@ func TestCampaigns(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
 			defer cancel()
 			res, err := Run(ctx, Config{Seed: s, Duration: *durationFlag, Dir: campaignDir(t, fmt.Sprint(s)), EntryRewrite: time.Second, MinApplies: minApplies,
-				Manager: bins.manager, Consumer: bins.consumer, Faults: faultKinds(), Logf: t.Logf})
+				Manager: bins.manager, Consumer: bins.consumer, Faults: faultKinds(), Exposures: exposuresOf(*exposeFlag), Logf: t.Logf})
 			if err != nil {
 				t.Fatalf("campaign: %v", err)
 			}
@@ -148,6 +158,9 @@ func TestCampaigns(t *testing.T) {
 			}
 			for _, why := range unjudged(res) {
 				t.Errorf("a rule judged too little: %s", why)
+			}
+			if res.Unsettled > 0 {
+				t.Errorf("%d exposures began with a consumer that did not decide on the current value within %s", res.Unsettled, settleWithin)
 			}
 			if len(res.Violations) > 0 || len(broken) > 0 {
 				t.Errorf("replay: make robustness SEED=%d DURATION=%s%s (history: %s)", s, *durationFlag, faultsArg(), res.History)
@@ -209,8 +222,12 @@ type plantedBug struct {
 	patches map[string]string
 	faults  []string
 	apart   [2]time.Duration
-	seed    int64
-	rule    string
+	// seed is the first of its seeds (-robustness.planted-seeds).
+	seed int64
+	rule string
+	// exposure is the situation that shows the bug, run after the random
+	// part whatever it drew: the catch is by construction, not by luck.
+	exposure string
 	// entryRewrite is Config.EntryRewrite.
 	entryRewrite time.Duration
 }
@@ -228,16 +245,25 @@ var plantedBugs = []plantedBug{{
 		"if err := m.prover.run(ctx); ctx.Err() == nil {":         "<-ctx.Done()\n\t\tif err := error(nil); ctx.Err() == nil {",
 	},
 	faults: []string{"link-hold"}, apart: [2]time.Duration{500 * time.Millisecond, 2 * time.Second}, seed: 7, rule: RuleStaleDecision,
+	// The entry rewritten, so that the consumer is not left waiting for it
+	// (a feature-set consumer vouches for no snapshot whose entry is older
+	// than its spec) when the exposure begins.
+	entryRewrite: time.Second, exposure: ExposeSilentChange,
 }, {
 	// The seed's own bug: a startup read that fails is taken for an empty
 	// FeatureGate (Default, no gates) instead of retried. Links cut and the
-	// consumer killed, so that it starts while the API refuses it.
+	// consumer killed; the exposure restarts it while the API refuses it
+	// after the feature set left Default. Its freshness proof then mostly
+	// keeps /decide from answering on the snapshot (the monitor's first
+	// read, right after the heal, stops the process), so rule 1 saw it only
+	// when the machine was slow enough; rule 5 judges the snapshot itself,
+	// whatever the speed.
 	name: "Default assumed when the startup read fails", file: "startup.go",
 	patches: map[string]string{
 		"snap, err := s.readOnce(ctx, started, attemptLimit, attempt > 1)\n\t\tif err == nil {": "snap, err := s.readOnce(ctx, started, attemptLimit, attempt > 1)\n\t\tif err != nil && ctx.Err() == nil {\n\t\t\tsnap, err = Read(&configv1.FeatureGate{}, \"\")\n\t\t}\n\t\tif err == nil {",
 	},
-	faults: []string{"link-cut", "kill-consumer"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 3, rule: RuleStaleDecision,
-	entryRewrite: time.Second,
+	faults: []string{"link-cut", "kill-consumer"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 3, rule: RuleUnread,
+	entryRewrite: time.Second, exposure: ExposeStartDuringCut,
 }, {
 	// A comparison that misses gate changes: only a new feature set counts,
 	// so a gate flipped in the status entry leaves the process deciding on
@@ -247,7 +273,7 @@ var plantedBugs = []plantedBug{{
 		"func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes": "func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes\n\tif snapshot.featureSet == live.featureSet {\n\t\treturn out\n\t}",
 	},
 	faults: []string{"link-delay"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 5, rule: RuleStaleDecision,
-	entryRewrite: time.Second,
+	entryRewrite: time.Second, exposure: ExposeGateFlip,
 }, {
 	// A proof that proves nothing: the read lists at resourceVersion 0,
 	// which the API server answers from its watch cache. Every fault of
@@ -259,7 +285,7 @@ var plantedBugs = []plantedBug{{
 		`VersionedParams(&metav1.ListOptions{FieldSelector: a.selector()}`: `VersionedParams(&metav1.ListOptions{FieldSelector: a.selector(), ResourceVersion: "0"}`,
 	},
 	faults: []string{"etcd-partition"}, apart: [2]time.Duration{time.Second, 4 * time.Second}, seed: 11, rule: RuleStaleDecision,
-	entryRewrite: time.Second,
+	entryRewrite: time.Second, exposure: ExposePartitionedChange,
 }, {
 	// A lapse taken for the end: the monitor gives up instead of reading
 	// again, so the process never decides on anything after its first
@@ -272,11 +298,14 @@ var plantedBugs = []plantedBug{{
 		"lost = true\n\t\t\tm.reconnect() // logged by the prover": "return nil // gives up: Current stays false",
 	},
 	faults: []string{"link-hold"}, apart: [2]time.Duration{15 * time.Second, 30 * time.Second}, seed: 13, rule: RuleSettled,
-	entryRewrite: time.Second,
+	entryRewrite: time.Second, exposure: ExposeLapse,
 }}
 
-// The checker must catch each planted bug: its campaign's report names the
-// rule broken, with the seed and the history lines.
+// The checker must catch each planted bug at every one of its seeds: each
+// campaign's random part differs by seed, and its exposure makes the
+// situation that shows the bug whatever the random part drew and however
+// fast the machine is. The report names the rule broken, with the seed and
+// the history lines.
 func TestPlantedBugsAreCaught(t *testing.T) {
 	needBinaries(t)
 	for _, b := range plantedBugs {
@@ -293,42 +322,54 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 				}
 				planted = strings.Replace(planted, old, repl, 1)
 			}
-			dir := campaignDir(t, "planted-"+strings.ReplaceAll(b.name, " ", "-"))
-			patched := filepath.Join(dir, b.file)
+			build := campaignDir(t, "planted-"+strings.ReplaceAll(b.name, " ", "-"))
+			patched := filepath.Join(build, b.file)
 			if err := os.WriteFile(patched, []byte(planted), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			consumer := filepath.Join(dir, "consumer-planted")
+			consumer := filepath.Join(build, "consumer-planted")
 			if err := buildConsumer(bins.root, consumer, map[string]string{src: patched}); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			res, err := Run(ctx, Config{Seed: b.seed, Duration: 40 * time.Second, Dir: dir, Manager: bins.manager, Consumer: consumer,
-				Faults: b.faults, ChangesApart: b.apart, EntryRewrite: b.entryRewrite, Logf: t.Logf})
-			if err != nil {
-				t.Fatalf("campaign: %v", err)
+			for i := range *plantedSeeds {
+				seed := b.seed + int64(i)
+				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					plantedCampaign(t, b, seed, consumer)
+				})
 			}
-			caught := 0
-			for _, v := range res.Violations {
-				if v.Rule != b.rule {
-					continue
-				}
-				if caught == 0 {
-					t.Logf("caught (seed %d): %s", b.seed, v)
-					for _, n := range v.Lines {
-						t.Logf("  history line %d: %s", n, lineOf(res.Events, n))
-					}
-				}
-				caught++
-			}
-			if caught == 0 {
-				t.Fatalf("seed %d: the checker did not catch %q (faults %s, %d writes, %d decisions, bench broken: %q; violations %v)",
-					b.seed, b.name, res.Bench.FaultCounts(), res.Writes, res.Decisions, res.Bench.Broken(), res.Violations)
-			}
-			t.Logf("seed %d: %q caught: %d violations of %q", b.seed, b.name, caught, b.rule)
 		})
 	}
+}
+
+// plantedCampaign runs b's campaign with seed on the planted consumer and
+// fails unless the checker reports b's rule broken.
+func plantedCampaign(t *testing.T, b plantedBug, seed int64, consumer string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := campaignDir(t, fmt.Sprintf("planted-%d", seed))
+	res, err := Run(ctx, Config{Seed: seed, Duration: *plantedLength, Dir: dir, Manager: bins.manager, Consumer: consumer,
+		Faults: b.faults, ChangesApart: b.apart, EntryRewrite: b.entryRewrite, Exposures: []string{b.exposure}, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("campaign: %v", err)
+	}
+	caught := 0
+	for _, v := range res.Violations {
+		if v.Rule != b.rule {
+			continue
+		}
+		if caught == 0 {
+			t.Logf("caught (seed %d): %s", seed, v)
+			for _, n := range v.Lines {
+				t.Logf("  history line %d: %s", n, lineOf(res.Events, n))
+			}
+		}
+		caught++
+	}
+	if caught == 0 {
+		t.Fatalf("seed %d: the checker did not catch %q (faults %s, exposure %s, %d writes, %d decisions, bench broken: %q; violations %v)",
+			seed, b.name, res.Bench.FaultCounts(), b.exposure, res.Writes, res.Decisions, res.Bench.Broken(), res.Violations)
+	}
+	t.Logf("seed %d: %q caught: %d violations of %q (exposure %s)", seed, b.name, caught, b.rule, b.exposure)
 }
 
 func lineOf(h []Event, n int) string {

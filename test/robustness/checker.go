@@ -47,6 +47,7 @@ const (
 	RuleStaleApply    = "excluded object applied"
 	RuleExit          = "non-zero exit"
 	RuleSettled       = "not settled"
+	RuleUnread        = "snapshot not read"
 )
 
 // Check judges a history. The rules, all here:
@@ -67,10 +68,18 @@ const (
 //     until the end, every running process is ready, the consumer
 //     decides only on the current value, and a ready operator replica runs
 //     with the current feature set.
+//  5. snapshot not read: a process's startup snapshot on a feature set the
+//     FeatureGate held at no moment between the process's start and the
+//     snapshot's log line: a value it cannot have read (the seed's own
+//     bug, a failed read taken for Default). It needs no window: the read
+//     was sent after the start and answered before the line, and a value
+//     may have held from when its write was sent until the next write was
+//     answered.
 func Check(h []Event, r Rules) []Violation {
 	var out []Violation
 	tl := newTimeline(h)
 	window := r.Bound + r.Allowance
+	started := map[string]Event{}
 	var stalls []Event
 	for _, e := range h {
 		if e.Kind == KindFault && e.Stalls && e.Phase == PhaseHeal {
@@ -95,6 +104,15 @@ func Check(h []Event, r Rules) []Violation {
 				out = append(out, Violation{RuleStaleApply,
 					fmt.Sprintf("%s (for %s) applied at %s; the feature set had been another for %s", e.Object, e.Value, e.T.Format(stamp), held.Round(time.Millisecond)),
 					[]int{since.Line, e.Line}})
+			}
+		case KindStart:
+			started[e.Proc] = e
+		case KindSnapshot:
+			start, ok := started[e.Proc]
+			if ok && !tl.heldDuring(start.T, e.T, func(v string) bool { return featureSetOf(v) == featureSetOf(e.Value) }) {
+				out = append(out, Violation{RuleUnread,
+					fmt.Sprintf("%s took a snapshot of %s at %s; the FeatureGate held no such feature set since the process started at %s", e.Proc, featureSetOf(e.Value), e.T.Format(stamp), start.T.Format(stamp)),
+					[]int{start.Line, e.Line}})
 			}
 		case KindExit:
 			if e.Code != nil && *e.Code != 0 && !e.Killed {
@@ -292,6 +310,29 @@ func (tl timeline) staleFor(t time.Time, match func(string) bool) (held time.Dur
 		first--
 	}
 	return t.Sub(tl.writes[first].Sent), tl.writes[first], true
+}
+
+// heldDuring reports whether the FeatureGate may have held a value that
+// matches at some moment of [from, to]: a written value may hold from when
+// its write was sent until a write sent after its answer was answered (the
+// next one to surely commit after it).
+func (tl timeline) heldDuring(from, to time.Time, match func(string) bool) bool {
+	for i, w := range tl.writes {
+		if !match(w.Value) || w.Sent.After(to) {
+			continue
+		}
+		until := time.Time{} // still holding
+		for _, next := range tl.writes[i+1:] {
+			if next.Sent.After(w.T) {
+				until = next.T
+				break
+			}
+		}
+		if until.IsZero() || !until.Before(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // featureSetOf is the feature set of a value "featureSet/gate-state".

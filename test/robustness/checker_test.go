@@ -114,6 +114,14 @@ func TestCheckerCatchesEachBrokenRule(t *testing.T) {
 			h:    func() *history { return clean().refuse(24500 * time.Millisecond).end(26 * time.Second) },
 			rule: RuleSettled,
 		},
+		"a snapshot of a feature set not held since the process started": {
+			// The seed's bug: the consumer restarted at 18 s, long after
+			// the switch to TechPreview, and took Default.
+			h: func() *history {
+				return clean().exit(18*time.Second, "consumer", -1, true).proc(18500*time.Millisecond, "consumer", "Default")
+			},
+			rule: RuleUnread,
+		},
 		"no operator with the current feature set": {
 			h:    func() *history { return clean().exit(24*time.Second, "operator-0", 0, false).end(26 * time.Second) },
 			rule: RuleSettled,
@@ -129,6 +137,29 @@ func TestCheckerCatchesEachBrokenRule(t *testing.T) {
 			}
 			if !found {
 				t.Fatalf("want a %q violation (%q), got %v", tc.rule, tc.line, v)
+			}
+		})
+	}
+}
+
+// A snapshot may be of any value the FeatureGate may have held while the
+// read was in flight: one whose write was sent before the process started
+// but answered after (it may have committed late), or one replaced by a
+// write still unanswered when the snapshot was taken.
+func TestCheckerTakesASnapshotOfAnyValueHeldDuringTheRead(t *testing.T) {
+	for name, h := range map[string]*history{
+		"the old value, its successor sent before the start, answered after": newHistory().write(0, "Default/enabled").
+			add(Event{Kind: KindWrite, Sent: newHistory().at(10 * time.Second), T: newHistory().at(12 * time.Second), Value: "TechPreviewNoUpgrade/enabled"}).
+			proc(11*time.Second, "consumer", "Default"),
+		"the new value, written while the process started": newHistory().write(0, "Default/enabled").
+			write(10*time.Second, "TechPreviewNoUpgrade/enabled").
+			proc(10*time.Second, "consumer", "TechPreviewNoUpgrade"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, v := range Check(h.events, DefaultRules()) {
+				if v.Rule == RuleUnread {
+					t.Fatalf("a snapshot it may have read judged not read: %v", v)
+				}
 			}
 		})
 	}

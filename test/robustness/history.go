@@ -41,6 +41,12 @@ const (
 	KindRemoved = "removed"
 	// KindSnapshot is a process's startup snapshot (its log line).
 	KindSnapshot = "snapshot"
+	// KindUnread is a process's startup read that failed (its log line:
+	// the guard retries, with no feature set assumed).
+	KindUnread = "unread"
+	// KindExposure is a scripted exposure starting or ending (Value its
+	// name, Phase start or heal).
+	KindExposure = "exposure"
 	// KindReady is a readiness change of a process (Ready).
 	KindReady = "ready"
 	// KindLeading is an operator replica taking the leader election lease
@@ -125,6 +131,19 @@ func (r *Recorder) Record(e Event) {
 		_, _ = r.w.Write(append(data, '\n'))
 		_ = r.w.Flush()
 	}
+}
+
+// Has reports whether an event recorded since (by T, give or take the
+// second by which a log line's time may trail its recording) matches.
+func (r *Recorder) Has(since time.Time, match func(Event) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.events) - 1; i >= 0 && !r.events[i].T.Before(since.Add(-time.Second)); i-- {
+		if match(r.events[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Events returns what was recorded so far.

@@ -84,6 +84,8 @@ func (s *supervised) run() {
 			switch {
 			case strings.Contains(l.Raw, `"msg":"Startup snapshot taken"`):
 				s.c.rec.Record(Event{Kind: KindSnapshot, Proc: s.name, T: l.At(), Value: l.Get("featureSet")})
+			case strings.Contains(l.Raw, `"msg":"FeatureGate not read; no feature set assumed, retrying"`):
+				s.c.rec.Record(Event{Kind: KindUnread, Proc: s.name, T: l.At()})
 			case strings.Contains(l.Raw, `"msg":"Successfully acquired lease"`):
 				s.c.rec.Record(Event{Kind: KindLeading, Proc: s.name, T: l.At()})
 				s.c.mu.Lock()
