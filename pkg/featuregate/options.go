@@ -46,8 +46,12 @@ type Options struct {
 	// process that started between the admin's spec.featureSet write and
 	// cluster-config-operator's rewrite of the status entry holds the new
 	// name over the old gates. With it, such a change stops the work at
-	// once but holds the exit until the entry is rewritten, so that the
-	// next process reads the two together (see the package doc).
+	// once but holds the exit until the entry is rewritten (10 s at
+	// most), so that the next process reads the two together; and a
+	// snapshot whose status was last written before its spec (its
+	// managedFields say so) is not vouched for, Current false, until a
+	// status written since is seen, or two minutes after the spec write
+	// (see docs/adopting.md, "Which changes restart").
 	WatchFeatureSet bool
 	// Setup, when set, runs once the startup snapshot is taken, with the
 	// manager NewManager built and that snapshot: the place to add what
