@@ -106,20 +106,22 @@ test-faults: envtest-assets ## Run only the fault suite, one line per scenario (
 	exit $$rc
 
 # Robustness campaigns (test/robustness): random FeatureGate changes and
-# random, overlapping faults against the real binaries, each history judged
-# by a checker. test-robustness is CI's bounded run; robustness a long one.
+# random, overlapping faults against the real binaries, then every exposure
+# (a situation made to happen, waiting on events: test/robustness/exposure.go),
+# each history judged by a checker. test-robustness is CI's bounded run, with
+# the check that each planted bug is caught at 5 seeds; robustness a long one.
 ROBUSTNESS_LOG ?= $(LOCALBIN)/test-robustness.log
 ROBUSTNESS_FAULTS ?=
 DURATION ?= 30m
 SEED ?=
 .PHONY: test-robustness
-test-robustness: envtest-assets ## Two seeded 40 s campaigns and the planted-bug check (~4 min; full log in bin/test-robustness.log).
+test-robustness: envtest-assets ## Two seeded 40 s campaigns with every exposure, and 5 planted bugs x 5 seeds (about 18-20 min; full log in bin/test-robustness.log).
 	@mkdir -p $(LOCALBIN)
-	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 20m -v ./test/robustness/ \
+	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 40m -v ./test/robustness/ \
 		-args -robustness.seed=1 -robustness.campaigns=2 -robustness.duration=40s 2>&1 | tee $(ROBUSTNESS_LOG) | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|campaign_test.go'
 
 .PHONY: robustness
-robustness: envtest-assets ## One long campaign: DURATION=30m SEED=n (random when empty) ROBUSTNESS_FAULTS=kind,...; its table in bin/robustness.md, its directory (history.jsonl, logs) kept.
+robustness: envtest-assets ## One long campaign, then every exposure: DURATION=30m SEED=n (random when empty) ROBUSTNESS_FAULTS=kind,...; its table in bin/robustness.md, its directory (history.jsonl, logs) kept.
 	@mkdir -p $(LOCALBIN)
 	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 0 -v -run '^TestCampaigns$$' ./test/robustness/ \
 		-args -robustness.campaigns=1 -robustness.duration=$(DURATION) $(if $(SEED),-robustness.seed=$(SEED)) \

@@ -84,7 +84,10 @@ func guardController(mgr manager.Manager, controllerName string, r reconcile.Rec
 		NeedLeaderElection: ptr.To(false),
 		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
 		Logger:             log,
-		SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation,
+		// The guard's controllers are its own, one per guarded manager:
+		// a process may build many (a manager per test), and their
+		// names must not make the second NewManager fail.
+		SkipNameValidation: ptr.To(true),
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package featuregate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,7 +53,10 @@ type Gates interface {
 // level-triggered FeatureGate controller, the monitor that vouches for the
 // snapshot, and the stop. NewManager builds the manager around it.
 type Guard struct {
-	opts       Options
+	opts Options
+	// config is the caller's, as GetConfig returns it; restConfig the
+	// manager's copy, whose failed requests raise the alarm.
+	config     *rest.Config
 	restConfig *rest.Config
 	src        source
 	alarm      alarm
@@ -84,6 +88,10 @@ var _ Gates = &Guard{}
 // NewGuard builds a guard reading the FeatureGate through cfg (or
 // Options.File). Nothing is read until the manager starts.
 func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
+	if cfg == nil {
+		// As manager.New says it, at call time.
+		return nil, errors.New("featuregate: must specify Config")
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -135,6 +143,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		g.monitor.prover.alsoName = "APIServer " + g.tls.name
 		g.monitor.reconnectAlso = g.tls.api.reconnect
 	}
+	g.config = cfg
 	g.restConfig = rest.CopyConfig(cfg)
 	g.restConfig.Wrap(g.alarm.wrapTransport)
 	return g, nil

@@ -20,6 +20,10 @@ import (
 
 // errBeforeStart is a write through the manager's client before its Start:
 // holding it would block a caller that is about to call Start for ever.
+// errStoppedUnread is a write held for a snapshot the manager stopped
+// before taking.
+var errStoppedUnread = errors.New("featuregate: write refused, the manager stopped before the FeatureGate was read; no feature set was read")
+
 var errBeforeStart = errors.New("featuregate: write through the manager's client before the manager started; no feature set is read until it starts")
 
 // heldCache is the manager's cache as GetCache returns it to the operator.
@@ -47,8 +51,10 @@ func (h heldCache) WaitForCacheSync(ctx context.Context) bool {
 // requested.
 type heldClient struct {
 	client.Client
-	guard   *Guard
-	started <-chan struct{}
+	guard *Guard
+	// started and stopped close when the manager's Start is called and
+	// when it returns.
+	started, stopped <-chan struct{}
 }
 
 // hold waits until a write may be sent.
@@ -65,6 +71,14 @@ func (h heldClient) hold(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("featuregate: write held until the startup snapshot is taken: %w", ctx.Err())
+		case <-h.stopped:
+			// Nothing will read it now: a cleanup write after Start
+			// returned must not wait for ever.
+			select {
+			case <-g.startup.Taken():
+			default:
+				return errStoppedUnread
+			}
 		case <-g.startup.Taken():
 		}
 	}

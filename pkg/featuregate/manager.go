@@ -150,6 +150,12 @@ type guardedManager struct {
 	elected          elected
 }
 
+// GetConfig is the config given to NewGuard, as a stock manager returns
+// the one given to it. The manager's own clients use a copy whose failed
+// requests tell the guard to prove freshness again; clients built from
+// this one do not.
+func (m *guardedManager) GetConfig() *rest.Config { return m.guard.config }
+
 // GetCache is the manager's cache, whose WaitForCacheSync waits for the
 // snapshot and the cache built from it.
 func (m *guardedManager) GetCache() cache.Cache { return heldCache{m.guard.cache} }
@@ -157,7 +163,11 @@ func (m *guardedManager) GetCache() cache.Cache { return heldCache{m.guard.cache
 // GetClient is the manager's client, whose writes wait for the snapshot
 // and are refused once a stop is requested.
 func (m *guardedManager) GetClient() client.Client {
-	return heldClient{Client: m.Manager.GetClient(), guard: m.guard, started: m.started}
+	c := m.Manager.GetClient()
+	if c == nil {
+		return nil // an Options.NewClient that returned none, as stock shows it
+	}
+	return heldClient{Client: c, guard: m.guard, started: m.started, stopped: m.stopped}
 }
 
 // Elected closes once this replica leads (at once without leader election,
@@ -213,10 +223,33 @@ type setupRunnable struct {
 
 func (s setupRunnable) NeedLeaderElection() bool { return false }
 
+// Start runs Setup on a manager whose Add keeps what it is given until
+// Setup returns: on a running manager an added controller starts at once,
+// and a SetupWithManager that sets its reconciler's fields after
+// Complete() (a common shape) would race with it. As on a stock manager,
+// nothing added in Setup starts before Setup is done.
 func (s setupRunnable) Start(context.Context) error {
 	snap, _ := s.guard.startup.Snapshot() // taken: it runs after the snapshot
-	if err := s.guard.opts.Setup(s.mgr, snap); err != nil {
+	held := &addedInSetup{Manager: s.mgr}
+	if err := s.guard.opts.Setup(held, snap); err != nil {
 		return fmt.Errorf("featuregate Options.Setup: %w", err)
 	}
+	for _, r := range held.added {
+		if err := s.mgr.Add(r); err != nil {
+			return fmt.Errorf("featuregate Options.Setup: add: %w", err)
+		}
+	}
+	return nil
+}
+
+// addedInSetup is the manager Setup is given: Add keeps the runnables,
+// which setupRunnable adds to the running manager once Setup returned.
+type addedInSetup struct {
+	manager.Manager
+	added []manager.Runnable
+}
+
+func (a *addedInSetup) Add(r manager.Runnable) error {
+	a.added = append(a.added, r)
 	return nil
 }

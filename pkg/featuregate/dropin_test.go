@@ -1,0 +1,146 @@
+package featuregate_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/featuregate/featuregatetest"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
+)
+
+// What a stock manager answers, the guarded one answers the same way (issue
+// 40's table), against the real API server.
+
+// No Config is an error at call time, as manager.New returns it, not a
+// nil-pointer panic.
+func TestNewGuardWithoutConfig(t *testing.T) {
+	_, err := featuregate.NewGuard(nil, featuregate.Options{EventSource: "guard-test"})
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("must specify Config")))
+}
+
+// A process may build a guarded manager per test, as with ctrl.NewManager:
+// the guard's own controllers do not make the second one fail on their
+// names (the adopter's options keep name validation on).
+func TestGuardedManagersPerProcess(t *testing.T) {
+	g := NewWithT(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, featuregatetest.FeatureGate(configv1.Default, featuregatetest.Named(name)))
+	for range 2 {
+		gd := newGuard(t, featuregate.Options{Name: name})
+		mgr, err := gd.guard.NewManager(ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+		g.Expect(err).NotTo(HaveOccurred())
+		gd.start(t, mgr)
+		gd.taken(t)
+	}
+}
+
+// GetConfig is the config the caller gave; an Options.NewClient that
+// returns no client leaves GetClient nil, as a stock manager shows it.
+func TestGuardedManagerConfigAndClientAsGiven(t *testing.T) {
+	g := NewWithT(t)
+	cfg := rest.CopyConfig(sharedControlPlane(t).Config)
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: uniqueName()})
+	mgr, err := gd.guard.NewManager(ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		NewClient: func(*rest.Config, client.Options) (client.Client, error) { return nil, nil }})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mgr.GetConfig()).To(BeIdenticalTo(cfg))
+	g.Expect(mgr.GetClient()).To(BeNil())
+}
+
+// A cleanup write after Start returned, no snapshot ever taken (the
+// FeatureGate absent, SIGTERM), ends with an error at once: a stock
+// manager's client would write; the guard's never writes unread, and must
+// not hold the process for ever instead.
+func TestGuardWriteAfterStopWithoutSnapshotEnds(t *testing.T) {
+	g := NewWithT(t)
+	name := uniqueName()
+	gd := newGuard(t, featuregate.Options{Name: name})
+	mgr := gd.newManager(t, ctrl.Options{})
+	ctx, sigterm := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	g.Consistently(func() bool { _, ok := gd.guard.Snapshot(); return ok }).WithTimeout(time.Second).Should(BeFalse())
+	sigterm()
+	g.Eventually(done).WithTimeout(time.Minute).Should(Receive())
+
+	// The caller's context has no deadline, as in a cleanup path; the test
+	// bounds it only so that today's failure is a failure, not a hang.
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
+	err := mgr.GetClient().Create(wctx, cm)
+	g.Expect(err).To(MatchError(ContainSubstring("the manager stopped before the FeatureGate was read")))
+	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(BeFalse(), "held until the caller's deadline")
+}
+
+// Controllers that Setup builds start once Setup returns, as on a stock
+// manager nothing starts before Start: a SetupWithManager that sets its
+// reconciler's fields after Complete() (cluster-control-plane-machine-
+// set-operator's shape) does not race with its controller. The object the
+// controller watches exists before Setup runs, so a controller started at
+// Complete() would reconcile while Setup still waits.
+func TestGuardSetupStartsItsControllersWhenItReturns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, featuregatetest.FeatureGate(configv1.Default, featuregatetest.Named(name)))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
+	g.Expect(c.Create(ctx, cm)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cm) })
+
+	var inSetup, duringSetup atomic.Bool
+	reconciled := make(chan struct{}, 16)
+	setup := func(mgr manager.Manager, _ featuregate.Snapshot) error {
+		inSetup.Store(true)
+		defer inSetup.Store(false)
+		r := &fieldsAfterComplete{reconciled: reconciled, duringSetup: &duringSetup, inSetup: &inSetup}
+		if err := ctrl.NewControllerManagedBy(mgr).Named(name).
+			For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name }))).
+			Complete(r); err != nil {
+			return err
+		}
+		// A controller started by Complete would reconcile the ConfigMap
+		// within this wait.
+		NewWithT(t).Consistently(reconciled).WithTimeout(2 * time.Second).ShouldNot(Receive())
+		r.client = mgr.GetClient() // set after Complete(), as such operators do
+		return nil
+	}
+	gd := newGuard(t, featuregate.Options{Name: name, Setup: setup})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	g.Eventually(reconciled).WithTimeout(time.Minute).Should(Receive())
+	g.Expect(duringSetup.Load()).To(BeFalse(), "reconciled while Setup ran")
+}
+
+// fieldsAfterComplete is a reconciler whose client is set after Complete().
+type fieldsAfterComplete struct {
+	client               client.Client
+	reconciled           chan struct{}
+	duringSetup, inSetup *atomic.Bool
+}
+
+func (r *fieldsAfterComplete) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	if r.inSetup.Load() || r.client == nil {
+		r.duringSetup.Store(true)
+	}
+	r.reconciled <- struct{}{}
+	return reconcile.Result{}, nil
+}
