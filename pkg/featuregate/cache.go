@@ -2,8 +2,11 @@ package featuregate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,6 +26,9 @@ type deferredCache struct {
 	taken <-chan struct{}
 	build func() (cache.Cache, error)
 	log   logr.Logger
+	// started is set when the manager starts the cache: before then a
+	// read fails at once, as a stock cache's does.
+	started atomic.Bool
 
 	mu      sync.Mutex
 	indexes []fieldIndex
@@ -43,6 +49,7 @@ func newDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), 
 // Start builds the cache once the snapshot is taken, retrying while the API
 // cannot answer, and runs it until ctx ends.
 func (d *deferredCache) Start(ctx context.Context) error {
+	d.started.Store(true)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -115,6 +122,11 @@ func (d *deferredCache) built(ctx context.Context) (cache.Cache, error) {
 		return d.cache, nil
 	default:
 	}
+	if !d.started.Load() {
+		// Holding a read made before Start would hold, for ever, the
+		// caller that is about to call it.
+		return nil, &cache.ErrCacheNotStarted{}
+	}
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("cache not built yet: %w", ctx.Err())
@@ -135,10 +147,18 @@ func (d *deferredCache) WaitForCacheSync(ctx context.Context) bool {
 	}
 }
 
-// IndexField is recorded until the cache is built, then added to it.
+// IndexField is recorded until the cache is built, then added to it. An
+// index of a field already recorded for the same type is the conflict a
+// stock cache returns at call time: recorded, it would fail every build.
 func (d *deferredCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	d.mu.Lock()
 	if d.cache == nil {
+		for _, ix := range d.indexes {
+			if ix.field == field && reflect.TypeOf(ix.obj) == reflect.TypeOf(obj) {
+				d.mu.Unlock()
+				return fmt.Errorf("indexer conflict: %T is already indexed by field %q", obj, field)
+			}
+		}
 		d.indexes = append(d.indexes, fieldIndex{obj, field, extract})
 		d.mu.Unlock()
 		return nil
@@ -163,7 +183,17 @@ func (d *deferredCache) List(ctx context.Context, list client.ObjectList, opts .
 	return c.List(ctx, list, opts...)
 }
 
+// errInformerBeforeStart is an informer asked for before the manager
+// started: a stock cache hands one out at once, and the guarded manager
+// has none to hand out until the FeatureGate is read (the cache is built
+// from the snapshot). Holding the call would hold, for ever, the Start
+// that comes after it; an error says where to ask instead.
+var errInformerBeforeStart = errors.New("featuregate: informer asked for before the manager started; the guarded manager builds its cache once the FeatureGate is read: ask for it in Options.Setup, in a Runnable added to the manager, or after Start")
+
 func (d *deferredCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if !d.started.Load() {
+		return nil, fmt.Errorf("%w (%T)", errInformerBeforeStart, obj)
+	}
 	c, err := d.built(ctx)
 	if err != nil {
 		return nil, err
@@ -172,6 +202,9 @@ func (d *deferredCache) GetInformer(ctx context.Context, obj client.Object, opts
 }
 
 func (d *deferredCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if !d.started.Load() {
+		return nil, fmt.Errorf("%w (%s)", errInformerBeforeStart, gvk)
+	}
 	c, err := d.built(ctx)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -143,4 +144,31 @@ func (r *fieldsAfterComplete) Reconcile(context.Context, reconcile.Request) (rec
 	}
 	r.reconciled <- struct{}{}
 	return reconcile.Result{}, nil
+}
+
+// Calls an adopter makes before Start answer at once, as a stock manager's
+// do, and never hold the Start that comes after them: a read is the cache's
+// "not started" error, an informer (which the guarded manager cannot hand
+// out before the FeatureGate is read) an error that says where to ask for
+// it, and an index registered twice the conflict a stock cache returns at
+// call time, not a cache that never builds.
+func TestGuardedManagerAnswersAtOnceBeforeStart(t *testing.T) {
+	g := NewWithT(t)
+	gd := newGuard(t, featuregate.Options{Name: uniqueName()})
+	mgr := gd.newManager(t, ctrl.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	err := mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "any"}, &corev1.ConfigMap{})
+	var notStarted *cache.ErrCacheNotStarted
+	g.Expect(errors.As(err, &notStarted)).To(BeTrue(), "a read before Start: %v", err)
+
+	_, err = mgr.GetCache().GetInformer(ctx, &corev1.Secret{})
+	g.Expect(err).To(MatchError(ContainSubstring("informer asked for before the manager started")))
+	g.Expect(err).To(MatchError(ContainSubstring("Options.Setup")))
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "answered at once")
+
+	byName := func(o client.Object) []string { return []string{o.GetName()} }
+	g.Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "byName", byName)).To(Succeed())
+	g.Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "byName", byName)).To(MatchError(ContainSubstring("indexer conflict")))
 }

@@ -35,9 +35,14 @@ import (
 //   - Its cache is built once the snapshot is taken: Cache.ByObject entries
 //     and field indexes for the operator's own types need the API to say
 //     whether a type is namespaced, and the API answered the snapshot's
-//     read. Reads through the cache before then wait for it; field indexes
-//     registered before (mgr.GetFieldIndexer().IndexField) are recorded,
-//     return nil at once, and are added when the cache is built.
+//     read. Reads through the cache before Start fail at once with
+//     ErrCacheNotStarted, as a stock cache's do, and after it wait for the
+//     cache; an informer asked for before Start is an error that says
+//     where to ask instead (a stock cache hands one out; this one has none
+//     to hand out yet); field indexes registered before
+//     (mgr.GetFieldIndexer().IndexField) are recorded, return nil at once
+//     (an index already recorded is the conflict stock returns), and are
+//     added when the cache is built.
 //   - Start returns nil once the guard asked for the stop (the FeatureGate
 //     changed), so that the process exits 0 and its restart reads the new
 //     value; StopReason says why.
