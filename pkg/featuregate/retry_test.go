@@ -274,3 +274,29 @@ func TestStartupWaitRisesToAnErrorLine(t *testing.T) {
 	g.Expect(loud.Get("readinessServed")).To(Equal("false"))
 	g.Expect(loud.Get("error")).To(ContainSubstring("connection refused"))
 }
+
+// A just-started kube-apiserver answers the consistent list with "storage
+// is (re)initializing" and Retry-After: 1 until its watch cache is ready,
+// usually milliseconds later: the startup reads again after 100 ms, not
+// the second, so that readiness follows the API's return closely. The
+// wait is read from the waiting line (retryIn), not timed.
+func TestStartupRetriesAnInitializingWatchCacheQuickly(t *testing.T) {
+	g := NewWithT(t)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,` +
+			`"message":"storage is (re)initializing","details":{"retryAfterSeconds":1}}`))
+	}))
+	t.Cleanup(server.Close)
+	logger, log := testenv.NewLogger(t)
+	s := featuregate.NewStartup(liveCounting(t, &rest.Config{Host: server.URL}), featuregate.Options{BackoffCap: 2 * time.Second, Logger: logger})
+	runStartup(t, s)
+
+	waiting := testenv.Message("FeatureGate not read; no feature set assumed, retrying")
+	g.Eventually(func() bool { _, ok := log.Find(waiting); return ok }).WithTimeout(30 * time.Second).Should(BeTrue())
+	line, _ := log.Find(waiting)
+	g.Expect(line.Get("retryIn")).To(Equal("100ms"), "%s", line)
+	g.Expect(line.Get("error")).To(ContainSubstring("storage is (re)initializing"))
+}

@@ -173,10 +173,14 @@ func (s *startup) Start(ctx context.Context) error {
 		s.lastErr = err
 		s.mu.Unlock()
 		var delay time.Duration
-		if isDialError(err) || isStarting(err) {
+		switch {
+		case isDialError(err) || isStarting(err):
 			delay = dialRetryInterval
 			backoff = s.newBackoff()
-		} else {
+		case isCacheInitializing(err):
+			delay = cacheRetryInterval
+			backoff = s.newBackoff()
+		default:
 			delay = min(backoff.Step(), s.backoffCap)
 			if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
 				delay = max(delay, min(time.Duration(seconds)*time.Second, s.backoffCap))
@@ -214,6 +218,9 @@ func (s *startup) Start(ctx context.Context) error {
 const (
 	// dialRetryInterval is the wait after a read that reached no server.
 	dialRetryInterval = 50 * time.Millisecond
+	// cacheRetryInterval is the wait after a read a just-started server
+	// refused while its watch cache initializes (isCacheInitializing).
+	cacheRetryInterval = 100 * time.Millisecond
 	// hedgeAfter is how long a read may go unanswered before another is
 	// sent beside it: a kube-apiserver that is starting holds its first
 	// requests for seconds and answers later ones at once.
@@ -243,6 +250,20 @@ func isDialError(err error) bool {
 // is ready, so waiting a backoff step would only wait past its readiness.
 func isStarting(err error) bool {
 	return apierrors.IsServiceUnavailable(err) && strings.Contains(err.Error(), "before all known HTTP paths have been installed")
+}
+
+// isCacheInitializing reports whether err is a kube-apiserver whose watch
+// cache for FeatureGates is not ready yet, for a short while: a consistent
+// list waits for that cache, and a just-started server answers it at once
+// with "storage is (re)initializing" and a Retry-After that stays 1 s for
+// the first ten seconds or so of its downtime (and grows after). The check
+// costs the server nothing, and the cache is usually ready within
+// milliseconds: waiting out the whole second would make readiness trail
+// the API's return by a second. A longer Retry-After (a cache whose etcd
+// has been gone for a while) is honoured as any other.
+func isCacheInitializing(err error) bool {
+	seconds, ok := apierrors.SuggestsClientDelay(err)
+	return apierrors.IsTooManyRequests(err) && strings.Contains(err.Error(), "storage is (re)initializing") && ok && seconds <= 1
 }
 
 // quietLog keeps a retry loop's log readable: the first failure, any
