@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,9 +25,9 @@ type deferredCache struct {
 	taken <-chan struct{}
 	build func() (cache.Cache, error)
 	log   logr.Logger
-	// started is set when the manager starts the cache: before then a
+	// started closes when the manager's Start is called: before then a
 	// read fails at once, as a stock cache's does.
-	started atomic.Bool
+	started <-chan struct{}
 
 	mu      sync.Mutex
 	indexes []fieldIndex
@@ -42,14 +41,23 @@ type fieldIndex struct {
 	extract client.IndexerFunc
 }
 
-func newDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), log logr.Logger) *deferredCache {
-	return &deferredCache{taken: taken, build: build, log: log, ready: make(chan struct{})}
+func newDeferredCache(taken, started <-chan struct{}, build func() (cache.Cache, error), log logr.Logger) *deferredCache {
+	return &deferredCache{taken: taken, started: started, build: build, log: log, ready: make(chan struct{})}
+}
+
+// managerStarted reports whether the manager's Start was called.
+func (d *deferredCache) managerStarted() bool {
+	select {
+	case <-d.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // Start builds the cache once the snapshot is taken, retrying while the API
 // cannot answer, and runs it until ctx ends.
 func (d *deferredCache) Start(ctx context.Context) error {
-	d.started.Store(true)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -122,7 +130,7 @@ func (d *deferredCache) built(ctx context.Context) (cache.Cache, error) {
 		return d.cache, nil
 	default:
 	}
-	if !d.started.Load() {
+	if !d.managerStarted() {
 		// Holding a read made before Start would hold, for ever, the
 		// caller that is about to call it.
 		return nil, &cache.ErrCacheNotStarted{}
@@ -191,7 +199,7 @@ func (d *deferredCache) List(ctx context.Context, list client.ObjectList, opts .
 var errInformerBeforeStart = errors.New("featuregate: informer asked for before the manager started; the guarded manager builds its cache once the FeatureGate is read: ask for it in Options.Setup, in a Runnable added to the manager, or after Start")
 
 func (d *deferredCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	if !d.started.Load() {
+	if !d.managerStarted() {
 		return nil, fmt.Errorf("%w (%T)", errInformerBeforeStart, obj)
 	}
 	c, err := d.built(ctx)
@@ -202,7 +210,7 @@ func (d *deferredCache) GetInformer(ctx context.Context, obj client.Object, opts
 }
 
 func (d *deferredCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	if !d.started.Load() {
+	if !d.managerStarted() {
 		return nil, fmt.Errorf("%w (%s)", errInformerBeforeStart, gvk)
 	}
 	c, err := d.built(ctx)

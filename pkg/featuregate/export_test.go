@@ -223,9 +223,11 @@ func DeafenMonitor(g *Guard) {
 }
 
 // NewDeferredCache is the manager's deferred cache, built by build once
-// taken is closed.
+// taken is closed, in a manager already started.
 func NewDeferredCache(taken <-chan struct{}, build func() (cache.Cache, error), log logr.Logger) *DeferredCache {
-	return newDeferredCache(taken, build, log)
+	started := make(chan struct{})
+	close(started)
+	return newDeferredCache(taken, started, build, log)
 }
 
 // SetWarnAfter shortens how long startup reads fail before their line is an

@@ -79,8 +79,9 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if newCache == nil {
 		newCache = cache.New
 	}
+	started := make(chan struct{})
 	opts.NewCache = func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
-		g.cache = newDeferredCache(g.startup.Taken(), func() (cache.Cache, error) { return newCache(cfg, o) }, g.opts.Logger)
+		g.cache = newDeferredCache(g.startup.Taken(), started, func() (cache.Cache, error) { return newCache(cfg, o) }, g.opts.Logger)
 		return g.cache, nil
 	}
 	g.startup.readinessServed = opts.HealthProbeBindAddress != "" && opts.HealthProbeBindAddress != "0"
@@ -96,7 +97,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	gm := &guardedManager{Manager: mgr, guard: g, started: make(chan struct{}), stopped: make(chan struct{})}
+	gm := &guardedManager{Manager: mgr, guard: g, started: started, stopped: make(chan struct{})}
 	if err := g.setup(gm); err != nil {
 		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)
 	}
