@@ -27,7 +27,7 @@ var (
 	keepFlag      = flag.Bool("robustness.keep", false, "Keep each campaign's directory (history and logs) even when it passes.")
 	exposeFlag    = flag.String("robustness.exposures", strings.Join(AllExposures, ","), "Comma-separated exposures each campaign of TestCampaigns runs after its random part (empty: none).")
 	plantedSeeds  = flag.Int("robustness.planted-seeds", 5, "How many seeds each planted bug is run with (its own seed, then the next ones).")
-	plantedLength = flag.Duration("robustness.planted-duration", 10*time.Second, "How long each planted bug's campaign's random traffic and faults last, before its exposure.")
+	plantedLength = flag.Duration("robustness.planted-duration", 5*time.Second, "How long each planted bug's campaign's random traffic and faults last, before its exposure.")
 )
 
 var bins struct{ manager, consumer, root string }
