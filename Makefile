@@ -115,7 +115,7 @@ ROBUSTNESS_FAULTS ?=
 DURATION ?= 30m
 SEED ?=
 .PHONY: test-robustness
-test-robustness: envtest-assets ## Two seeded 40 s campaigns with every exposure, and 5 planted bugs x 5 seeds (about 18-20 min; full log in bin/test-robustness.log).
+test-robustness: envtest-assets ## Two seeded 40 s campaigns with every exposure, and 5 planted bugs x 5 seeds (about 20 min; full log in bin/test-robustness.log).
 	@mkdir -p $(LOCALBIN)
 	FEATUREGATE_ROBUSTNESS=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 40m -v ./test/robustness/ \
 		-args -robustness.seed=1 -robustness.campaigns=2 -robustness.duration=40s 2>&1 | tee $(ROBUSTNESS_LOG) | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|campaign_test.go'
