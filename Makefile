@@ -52,10 +52,11 @@ generate: controller-gen ## Generate DeepCopy methods for api/.
 	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: fmt
-fmt: ## Run go fmt (the operator, and pkg/featuregate and test/bench, modules of their own).
+fmt: ## Run go fmt (the operator, and pkg/featuregate, test/bench and test/conformance, modules of their own).
 	go fmt ./...
 	cd pkg/featuregate && go fmt ./...
 	cd test/bench && go fmt ./...
+	cd test/conformance && go fmt ./...
 
 .PHONY: vet
 vet: ## Run go vet (the operator, and pkg/featuregate, examples/consumer and test/bench, modules of their own).
@@ -87,6 +88,11 @@ test: manifests generate fmt vet envtest-assets kustomize test-library test-libr
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 	cd examples/consumer && go test $(GOTEST_FLAGS) ./...
 	cd test/bench && go test $(GOTEST_FLAGS) ./...
+	$(MAKE) test-conformance
+
+.PHONY: test-conformance
+test-conformance: envtest-assets ## Run controller-runtime's own pkg/manager specs (test/conformance, a module of its own) against a stock and a guarded manager, at controller-runtime v0.25 and at the library's floor v0.23 (docs/conformance.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" test/conformance/run.sh
 
 .PHONY: test-librarygo
 test-librarygo: ## Check the guard against library-go (test/librarygo, a module of its own): featuregate.Snapshot is a featuregates.FeatureGate, and library-go behaves as docs/migrating-from-library-go.md says.

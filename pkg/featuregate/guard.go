@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -74,8 +75,9 @@ type Guard struct {
 	tls           *tlsSource
 	tlsComparison *tlsComparison
 	// events writes the guard's Events; the manager's Start waits for them
-	// within a budget (exitEventBudget).
-	events eventWriter
+	// within a budget (exitEventBudget). eventConns is its HTTP client.
+	events     eventWriter
+	eventConns *http.Client
 
 	mu    sync.Mutex
 	built bool
@@ -102,7 +104,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	} else if src, err = newAPISource(cfg, opts.Name, opts.FreshnessBound); err != nil {
 		return nil, err
 	}
-	events, err := newEventClient(cfg)
+	events, eventConns, err := newEventClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g = &Guard{opts: opts, src: src, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
+	g = &Guard{opts: opts, src: src, eventConns: eventConns, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
 	g.startup.versions = versions
 	g.comparison = &comparison{startup: g.startup, stopper: g.stopper,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
@@ -202,15 +204,21 @@ func (g *Guard) StopRequested() <-chan struct{} { return g.stopper.Requested() }
 // the manager's Start returns it tells a requested stop from a signal.
 func (g *Guard) StopReason() (string, bool) { return g.stopper.Reason() }
 
-// newEventClient writes events.k8s.io/v1 Events without discovery.
-func newEventClient(cfg *rest.Config) (client.Client, error) {
+// newEventClient writes events.k8s.io/v1 Events without discovery; its
+// HTTP client is returned too, for its connections to be closed once the
+// manager stopped.
+func newEventClient(cfg *rest.Config) (client.Client, *http.Client, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(eventsv1.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{eventsv1.SchemeGroupVersion})
 	mapper.Add(eventsv1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
-	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("event client: %w", err)
+		return nil, nil, fmt.Errorf("event client: %w", err)
 	}
-	return c, nil
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc})
+	if err != nil {
+		return nil, nil, fmt.Errorf("event client: %w", err)
+	}
+	return c, hc, nil
 }

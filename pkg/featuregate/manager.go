@@ -11,6 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -183,13 +184,22 @@ func (m *guardedManager) Elected() <-chan struct{} {
 }
 
 // Add starts r once the snapshot is taken. Servers start at once: they serve
-// the probes and webhooks the API may need before anything is read.
+// the probes and webhooks the API may need before anything is read. So do
+// caches (a runnable with GetCache, a cluster.Cluster): controller-runtime
+// starts them first and waits for their sync before anything else, and
+// only as themselves does it know them; an informer acts on nothing, and
+// what reads through them starts after the snapshot.
 func (m *guardedManager) Add(r manager.Runnable) error {
 	switch r.(type) {
-	case *manager.Server, webhook.Server:
+	case *manager.Server, webhook.Server, hasCache:
 		return m.Manager.Add(r)
 	}
 	return m.Manager.Add(m.guard.afterCache(r))
+}
+
+// hasCache is what controller-runtime's manager starts as a cache.
+type hasCache interface {
+	GetCache() cache.Cache
 }
 
 // Start runs the manager until ctx ends or the guard asks for the stop.
@@ -203,7 +213,29 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	// The Events recorded on the way out announce why it stopped; they
 	// were written while the runnables drained, and get a little longer.
 	m.guard.events.flushWithin(exitEventBudget)
+	m.guard.closeConnections()
+	// The manager's clients use the guard's copy of the config (its
+	// failed requests raise the alarm), which client-go cannot share
+	// with the caller's: its connections are the guard's to close.
+	if hc := m.Manager.GetHTTPClient(); hc != nil {
+		utilnet.CloseIdleConnectionsFor(hc.Transport)
+	}
 	return err
+}
+
+// closeConnections closes the guard's own connections once its manager
+// stopped: nothing of the guard outlives Start.
+func (g *Guard) closeConnections() {
+	if api, ok := g.src.(*apiSource); ok {
+		api.closeIdle()
+	}
+	// The Events' client shares client-go's transport for the config:
+	// closing its idle connections costs the caller's clients a dial at
+	// most.
+	utilnet.CloseIdleConnectionsFor(g.eventConns.Transport)
+	if g.tls != nil {
+		g.tls.api.closeIdle()
+	}
 }
 
 // exitEventBudget is how long Start waits, once the manager has drained,

@@ -209,7 +209,10 @@ func TestTLSProfileSideBySideChanges(t *testing.T) {
 	} {
 		guard, pattern := start()
 		if tc.what == "Custom ciphers: two -> one" {
-			g.Expect(handshakeTLS12With(guard.metrics, aes256)).To(Succeed(), "guard: the Custom profile's second cipher is served")
+			// Ready says the snapshot is taken; the metrics server may
+			// still be coming up (CI saw it refuse the first dial).
+			g.Eventually(func() error { return handshakeTLS12With(guard.metrics, aes256) }).WithTimeout(readyTimeout).
+				Should(Succeed(), "guard: the Custom profile's second cipher is served")
 		}
 		changed := setAPIServer(t, c, tc.p, tc.a)
 		g.Expect(guard.WaitExit(exitTimeout)).To(Equal(0), "guard: %s", tc.what)
