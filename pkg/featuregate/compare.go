@@ -43,7 +43,7 @@ type comparison struct {
 // reported.
 //
 // OpenShift switches a feature set in two writes: the admin's
-// spec.featureSet, then cluster-config-operator's rewrite of each
+// spec.featureSet, then cluster-config-operator's rewrite of its own
 // version's status entry from it. A process restarted between the two
 // would read a mixed snapshot (the new feature set over the old set's
 // gates) and restart again at the rewrite. So a feature-set change whose

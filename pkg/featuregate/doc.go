@@ -36,11 +36,14 @@
 // does: not another version's entry, not the custom lists while a Version
 // is set (the entry rewritten from them does), not labels or conditions.
 // OpenShift switches a feature set in two writes, spec.featureSet and then
-// cluster-config-operator's rewrite of each version's entry; a gate
+// cluster-config-operator's rewrite of its own version's entry; a gate
 // consumer restarts at most once, at the rewrite, and a feature-set
 // consumer stops its work at the first write but holds its exit until its
 // entry is rewritten (10 s at most), so that it restarts once and never
-// onto the new feature set over the old set's gates.
+// onto the new feature set over the old set's gates. A feature-set
+// consumer that takes a snapshot whose status is older than its spec (it
+// started between the writes) does not vouch for it until the status is
+// written again (entry.go).
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
 // Enabled, and checks Current right before each action (the write, or the

@@ -18,7 +18,7 @@ import (
 )
 
 // OpenShift switches a feature set in two writes: the admin's
-// spec.featureSet, then cluster-config-operator's rewrite of each version's
+// spec.featureSet, then cluster-config-operator's rewrite of its version's
 // status entry from it, a moment later. Each case runs a component under a
 // kubelet-like loop (a process that exits 0 is started again) through that
 // switch and counts its restarts against library-go's rule for the same

@@ -1,8 +1,9 @@
 // Command crcpattern is a model of the TLS-profile pattern that
 // openshift/controller-runtime-common's pkg/tls gives operators, as
 // cluster-control-plane-machine-set-operator uses it: the APIServer's
-// profile fetched once before the manager (an empty profile when the fetch
-// fails), a TLSOpts built from it, and a SecurityProfileWatcher controller
+// profile fetched once before the manager (an empty profile and policy when
+// the fetch fails, which library-go's adherence rule serves as
+// Intermediate), a TLSOpts built from it, and a SecurityProfileWatcher controller
 // that calls cancel() when the resolved profile or the adherence policy
 // differs from the initial one. It is written from that package's
 // documented behaviour, not from its code: the Go module proxy does not

@@ -25,7 +25,7 @@ import (
 // (examples/consumer, Options.TLSProfile and Guard.TLSOpts on its metrics
 // endpoint) and a model of controller-runtime-common's pattern
 // (test/crcpattern: fetch before the manager, an empty profile when that
-// fails, a watcher that cancels), each a real process with a real TLS
+// fails, served as Intermediate, a watcher that cancels), each a real process with a real TLS
 // client against its metrics endpoint. Each scenario asserts what each
 // does; the differences are the point, and BENCHMARKS.md tabulates them.
 
@@ -128,7 +128,7 @@ const exitWithin = time.Second
 // At start the API is down and the cluster says Modern. The guard serves
 // no handshake until it has read the profile, then refuses TLS 1.2 and
 // never restarts; the pattern serves TLS 1.2 on the empty profile it
-// assumed, and restarts once its watcher reads Modern.
+// assumed (Intermediate), and restarts once its watcher reads Modern.
 func TestTLSProfileSideBySideAPIDownAtStart(t *testing.T) {
 	lane(t)
 	g := NewWithT(t)

@@ -2,7 +2,8 @@
 // (examples/consumer, built once) on one etcd and kube-apiserver, each under
 // a kubelet-like loop, and makes the FeatureGate changes a cluster makes:
 // a switch to TechPreviewNoUpgrade (the admin's spec write, then
-// cluster-config-operator's rewrite of each version's status entry), an
+// a model of cluster-config-operator's rewrite, here of every version's
+// status entry where it rewrites only its own), an
 // upgrade (a new version's entry, adopters rolled onto it, the old entry
 // removed) and a gate flipped in CustomNoUpgrade. It counts the restarts
 // each change causes against library-go's rule for the same writes
