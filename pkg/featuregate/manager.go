@@ -217,7 +217,7 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	// The manager's clients use the guard's copy of the config (its
 	// failed requests raise the alarm), which client-go cannot share
 	// with the caller's: its connections are the guard's to close.
-	if hc := m.Manager.GetHTTPClient(); hc != nil {
+	if hc := m.GetHTTPClient(); hc != nil {
 		utilnet.CloseIdleConnectionsFor(hc.Transport)
 	}
 	return err
