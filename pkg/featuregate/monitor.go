@@ -132,11 +132,8 @@ func (m *monitor) Start(ctx context.Context) error {
 			// soon, so that a change made during an outage is seen as soon
 			// as the API answers again, as the startup read does.
 			wait := retryInterval
-			switch {
-			case isDialError(err) || isStarting(err):
-				wait = dialRetryInterval
-			case isCacheInitializing(err):
-				wait = cacheRetryInterval
+			if soon, ok := retrySoon(err); ok {
+				wait = soon
 			}
 			if failures, ok := quiet.due(err, time.Now()); ok {
 				m.log.Info("FeatureGate not read; its view is not current, retrying", "featureGate", m.name,

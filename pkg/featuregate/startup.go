@@ -173,14 +173,10 @@ func (s *startup) Start(ctx context.Context) error {
 		s.lastErr = err
 		s.mu.Unlock()
 		var delay time.Duration
-		switch {
-		case isDialError(err) || isStarting(err):
-			delay = dialRetryInterval
+		if soon, ok := retrySoon(err); ok {
+			delay = soon
 			backoff = s.newBackoff()
-		case isCacheInitializing(err):
-			delay = cacheRetryInterval
-			backoff = s.newBackoff()
-		default:
+		} else {
 			delay = min(backoff.Step(), s.backoffCap)
 			if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
 				delay = max(delay, min(time.Duration(seconds)*time.Second, s.backoffCap))
@@ -250,6 +246,20 @@ func isDialError(err error) bool {
 // is ready, so waiting a backoff step would only wait past its readiness.
 func isStarting(err error) bool {
 	return apierrors.IsServiceUnavailable(err) && strings.Contains(err.Error(), "before all known HTTP paths have been installed")
+}
+
+// retrySoon is how soon to read again after err when the server cost
+// nothing to ask (it was not reached, or answered at once that it is
+// starting): a short fixed wait, not the backoff; ok is false otherwise.
+// The startup read and the monitor both ask it.
+func retrySoon(err error) (time.Duration, bool) {
+	switch {
+	case isDialError(err) || isStarting(err):
+		return dialRetryInterval, true
+	case isCacheInitializing(err):
+		return cacheRetryInterval, true
+	}
+	return 0, false
 }
 
 // isCacheInitializing reports whether err is a kube-apiserver whose watch
