@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -171,4 +172,37 @@ func TestGuardedManagerAnswersAtOnceBeforeStart(t *testing.T) {
 	byName := func(o client.Object) []string { return []string{o.GetName()} }
 	g.Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "byName", byName)).To(Succeed())
 	g.Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "byName", byName)).To(MatchError(ContainSubstring("indexer conflict")))
+}
+
+// With leader election and the API down at start, the lease is taken as
+// soon as the API answers again: the elector's first try waits for the
+// snapshot. A stock manager's first try fails at Start and the next comes
+// one RetryPeriod later (OpenShift's 26 s here), so its controllers would
+// start that long after the API returned.
+func TestGuardTakesTheLeaseAsSoonAsTheAPIReturns(t *testing.T) {
+	g := NewWithT(t)
+	cp := sharedControlPlane(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, featuregatetest.FeatureGate(configv1.Default, featuregatetest.Named(name)))
+
+	start := stopAPIServer(t, cp)
+	gd := newGuard(t, featuregate.Options{Name: name})
+	mgr := gd.newManager(t, ctrl.Options{
+		LeaderElection:          true,
+		LeaderElectionID:        name,
+		LeaderElectionNamespace: metav1.NamespaceDefault,
+		// OpenShift's timings (library-go's LeaderElectionDefaulting).
+		LeaseDuration: ptr.To(137 * time.Second),
+		RenewDeadline: ptr.To(107 * time.Second),
+		RetryPeriod:   ptr.To(26 * time.Second),
+	})
+	gd.start(t, mgr)
+	g.Consistently(mgr.Elected()).WithTimeout(2 * time.Second).ShouldNot(BeClosed())
+
+	start()
+	returned := apiReady(t, cp.Config)
+	g.Eventually(mgr.Elected()).WithTimeout(10*time.Second).WithPolling(10*time.Millisecond).Should(BeClosed(),
+		"the lease not taken within 10 s of the API's return")
+	t.Logf("lease taken %v after the API answered", time.Since(returned))
 }

@@ -53,8 +53,12 @@ import (
 // a cache of the one FeatureGate, the readiness check CheckName (served
 // on opts.HealthProbeBindAddress, which is off unless set), watch
 // errors reported to the guard, and LeaderElectionReleaseOnCancel, so that
-// the replacement takes over without waiting out the lease. NewManager may
-// be called once per guard.
+// the replacement takes over without waiting out the lease. With leader
+// election, the lease is first asked for once the snapshot is taken (the
+// lock, opts' own or the one a stock manager builds, waits for it): after
+// an outage at start the lease is taken as soon as the API answers, not
+// one RetryPeriod after a try that failed. NewManager may be called once
+// per guard.
 func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -91,6 +95,10 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 			"check", CheckName, "initialFetchTimeout", g.opts.InitialFetchTimeout.String())
 	}
 	opts.LeaderElectionReleaseOnCancel = true
+	recorders := &managerRecorders{}
+	if err := g.holdLease(&opts, recorders); err != nil {
+		return nil, err
+	}
 	if opts.Controller.CacheSyncTimeout == 0 {
 		opts.Controller.CacheSyncTimeout = g.opts.CacheSyncTimeout
 	}
@@ -98,6 +106,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorders.mgr = mgr
 	gm := &guardedManager{Manager: mgr, guard: g, started: started, stopped: make(chan struct{})}
 	if err := g.setup(gm); err != nil {
 		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)

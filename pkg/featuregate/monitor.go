@@ -287,3 +287,8 @@ func (t troubleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// WrappedRoundTripper lets client-go see through the wrapper, as it does
+// through its own: closing idle connections once Start returns reaches
+// the transport underneath.
+func (t troubleTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
