@@ -135,7 +135,12 @@ func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, *http.T
 	}
 	dial := (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext
 	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
-		dial = tc.DialHolder.Dial
+		given := tc.DialHolder.Dial
+		dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			return given(ctx, network, address)
+		}
 	}
 	proxy := http.ProxyFromEnvironment
 	if tc.Proxy != nil {

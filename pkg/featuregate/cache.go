@@ -72,8 +72,11 @@ func (d *deferredCache) Start(ctx context.Context) error {
 	var quiet quietLog
 	for {
 		var err error
-		if c, applied, err = d.buildWithIndexes(ctx); err == nil {
+		if c, applied, err = d.buildOrStop(ctx); err == nil {
 			break
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		delay := backoff.Step()
 		if failures, ok := quiet.due(err, time.Now()); ok {
@@ -102,6 +105,30 @@ func (d *deferredCache) Start(ctx context.Context) error {
 	close(d.ready)
 	d.mu.Unlock()
 	return <-errc
+}
+
+// buildOrStop builds the cache, or gives up on the build when ctx ends.
+// Building asks the API about every type through discovery, whose requests
+// take no context: a frozen API server would hold the manager's stop for
+// its whole grace period. The build given up on ends when the guard closes
+// its connections, as Start returns.
+func (d *deferredCache) buildOrStop(ctx context.Context) (cache.Cache, int, error) {
+	type built struct {
+		c       cache.Cache
+		applied int
+		err     error
+	}
+	done := make(chan built, 1)
+	go func() {
+		c, applied, err := d.buildWithIndexes(ctx)
+		done <- built{c, applied, err}
+	}()
+	select {
+	case b := <-done:
+		return b.c, b.applied, b.err
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
 }
 
 func (d *deferredCache) buildWithIndexes(ctx context.Context) (cache.Cache, int, error) {

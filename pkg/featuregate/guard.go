@@ -78,6 +78,8 @@ type Guard struct {
 	// within a budget (exitEventBudget). eventConns is its HTTP client.
 	events     eventWriter
 	eventConns *http.Client
+	// conns is every connection dialed through the guard's configs.
+	conns *connSet
 
 	mu    sync.Mutex
 	built bool
@@ -98,13 +100,17 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every connection of the guard's is dialed through own, for Start to
+	// close them all (conns.go).
+	conns := newConnSet()
+	own := conns.config(cfg)
 	var src source
 	if opts.File != "" {
 		src = newFileSource(opts.File, 0, 0)
-	} else if src, err = newAPISource(cfg, opts.Name, opts.FreshnessBound); err != nil {
+	} else if src, err = newAPISource(own, opts.Name, opts.FreshnessBound); err != nil {
 		return nil, err
 	}
-	events, eventConns, err := newEventClient(cfg)
+	events, eventConns, err := newEventClient(own)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +125,11 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
 		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
 	}
-	versions, err := newVersionResolver(cfg, opts)
+	versions, err := newVersionResolver(own, opts)
 	if err != nil {
 		return nil, err
 	}
-	g = &Guard{opts: opts, src: src, eventConns: eventConns, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
+	g = &Guard{opts: opts, src: src, conns: conns, eventConns: eventConns, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
 	g.startup.versions = versions
 	g.comparison = &comparison{startup: g.startup, stopper: g.stopper,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
@@ -135,7 +141,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	}
 	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	if opts.TLSProfile != nil {
-		if g.tls, err = newTLSSource(cfg, *opts.TLSProfile, opts.FreshnessBound); err != nil {
+		if g.tls, err = newTLSSource(own, *opts.TLSProfile, opts.FreshnessBound); err != nil {
 			return nil, err
 		}
 		g.tlsComparison = &tlsComparison{startup: g.startup, stopper: g.stopper, name: g.tls.name,
@@ -146,7 +152,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		g.monitor.reconnectAlso = g.tls.api.reconnect
 	}
 	g.config = cfg
-	g.restConfig = rest.CopyConfig(cfg)
+	g.restConfig = own
 	g.restConfig.Wrap(g.alarm.wrapTransport)
 	return g, nil
 }

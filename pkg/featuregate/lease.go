@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
@@ -77,17 +76,15 @@ const defaultRenewDeadline = 10 * time.Second
 
 // managerRecorders hands the lease lock, built before the manager, the
 // manager's own Event recorders, as a stock manager's lock gets them: the
-// lock records only once the manager runs.
+// lock asks for its recorder when it is built and records only once the
+// manager runs. The manager is set once built; GetEventRecorder is its
+// own, whose type differs between controller-runtime minors.
 type managerRecorders struct {
-	mgr manager.Manager
+	manager.Manager
 }
 
 func (p *managerRecorders) GetEventRecorderFor(name string) record.EventRecorder {
 	return laterRecorder{p: p, name: name}
-}
-
-func (p *managerRecorders) GetEventRecorder(name string) events.EventRecorder {
-	return laterEventsRecorder{p: p, name: name}
 }
 
 // laterRecorder records through the manager's recorder of its name.
@@ -97,7 +94,7 @@ type laterRecorder struct {
 }
 
 func (r laterRecorder) recorder() record.EventRecorder {
-	return r.p.mgr.GetEventRecorderFor(r.name) //nolint:staticcheck // the lease lock speaks the core/v1 Events API, as client-go's elector does
+	return r.p.Manager.GetEventRecorderFor(r.name) //nolint:staticcheck // the lease lock speaks the core/v1 Events API, as client-go's elector does
 }
 
 func (r laterRecorder) Event(object runtime.Object, eventtype, reason, message string) {
@@ -110,14 +107,4 @@ func (r laterRecorder) Eventf(object runtime.Object, eventtype, reason, messageF
 
 func (r laterRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
 	r.recorder().AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
-}
-
-// laterEventsRecorder is laterRecorder for the events.k8s.io API.
-type laterEventsRecorder struct {
-	p    *managerRecorders
-	name string
-}
-
-func (r laterEventsRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	r.p.mgr.GetEventRecorder(r.name).Eventf(regarding, related, eventtype, reason, action, note, args...)
 }

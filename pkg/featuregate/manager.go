@@ -106,7 +106,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	recorders.mgr = mgr
+	recorders.Manager = mgr
 	gm := &guardedManager{Manager: mgr, guard: g, started: started, stopped: make(chan struct{})}
 	if err := g.setup(gm); err != nil {
 		return nil, fmt.Errorf("set up the FeatureGate guard: %w", err)
@@ -245,6 +245,8 @@ func (g *Guard) closeConnections() {
 	if g.tls != nil {
 		g.tls.api.closeIdle()
 	}
+	// And the connections that were not idle, or not pooled yet.
+	g.conns.closeAll()
 }
 
 // exitEventBudget is how long Start waits, once the manager has drained,

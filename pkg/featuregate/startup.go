@@ -130,6 +130,13 @@ func (s *startup) Start(ctx context.Context) error {
 	var quiet quietLog
 	warned := false
 	for attempt := 1; ; attempt++ {
+		// A manager started with its context already ended (a test's, or
+		// a SIGTERM during the start) reads nothing: a read with a done
+		// context still dials, and the connection it dials is pooled
+		// after Start returned, where nothing closes it.
+		if ctx.Err() != nil {
+			return nil
+		}
 		// Hedging only once a read failed: that says the server may be
 		// starting (it holds its first requests); before that a slow answer
 		// says it is busy, and two reads would make it busier (sixty

@@ -67,6 +67,9 @@ var _ = BeforeSuite(func() {
 	// so that its snapshot is taken at once.
 	Expect(createFeatureGate(rest.CopyConfig(cfg))).To(Succeed())
 
+	// Every client built from cfg shares one transport, whose connections
+	// the suite can close (conns_test.go).
+	Expect(suiteConns.own(cfg)).To(Succeed())
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		clientRoundTripper = rt
 		if floor() {
@@ -94,8 +97,10 @@ var _ = AfterSuite(func() {
 })
 
 // closeIdleConnections force-closes the keep-alive connections of the last
-// transport built from cfg, as each version's suite does it.
+// transport built from cfg, as each version's suite does it, and then every
+// connection dialed through cfg.
 func closeIdleConnections() {
+	defer suiteConns.closeAll() // conns_test.go says why
 	if floor() {
 		clientRoundTripper.(*http.Transport).CloseIdleConnections()
 		return
