@@ -91,7 +91,7 @@ func (d *deferredCache) Start(ctx context.Context) error {
 	// Publish only once the cache serves reads: a read the snapshot released
 	// must wait for it, not fail with ErrCacheNotStarted.
 	if !c.WaitForCacheSync(ctx) {
-		return <-errc
+		return stopped(ctx, errc)
 	}
 	d.mu.Lock()
 	// Indexes recorded while the cache was being built.
@@ -104,8 +104,34 @@ func (d *deferredCache) Start(ctx context.Context) error {
 	d.cache = c
 	close(d.ready)
 	d.mu.Unlock()
-	return <-errc
+	return stopped(ctx, errc)
 }
+
+// stopped waits for the cache's Start to return, and once ctx has ended for
+// at most cacheStopGrace more. An informer stops in milliseconds, but one
+// whose list a just-restarted API server holds (its watch cache still
+// initializing) stops only when the server answers, a second later: the
+// manager's stop, and the exit that follows a change seen as the API
+// returned, does not wait for it. Closing the guard's connections as Start
+// returns ends that request, and the informer with it.
+func stopped(ctx context.Context, errc <-chan error) error {
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(cacheStopGrace)
+	defer t.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-t.C:
+		return nil
+	}
+}
+
+// cacheStopGrace is how long a stopping cache gets past the manager's stop.
+const cacheStopGrace = 100 * time.Millisecond
 
 // buildOrStop builds the cache, or gives up on the build when ctx ends.
 // Building asks the API about every type through discovery, whose requests

@@ -3,8 +3,10 @@
 // start, never guess it, never act on it once it cannot be vouched for, and
 // restart when it changes.
 //
-// A Guard does all of it. NewGuard, then Guard.NewManager in place of
-// ctrl.NewManager; the rest of the operator is written the kubebuilder way
+// A Guard does all of it. Without a controller-runtime manager,
+// Guard.Run runs its core (the read, the monitor, the stop) from a plain
+// context, with Guard.Check for readiness. With one: NewGuard, then
+// Guard.NewManager in place of ctrl.NewManager; the rest of the operator is written the kubebuilder way
 // (ctrl.NewControllerManagedBy(mgr), its own cached types, field indexes),
 // and starts once the startup snapshot is taken. Before the initial read
 // succeeds the process is alive but not ready (/readyz/featuregate, the

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -206,3 +207,52 @@ func TestGuardTakesTheLeaseAsSoonAsTheAPIReturns(t *testing.T) {
 		"the lease not taken within 10 s of the API's return")
 	t.Logf("lease taken %v after the API answered", time.Since(returned))
 }
+
+// A warmup runnable (a controller with EnableWarmup) keeps its kind:
+// controller-runtime warms it up before this replica leads, and the guarded
+// manager does too, once the snapshot is taken. Here another replica holds
+// the lease for the test's length, so only the warmup may run.
+func TestGuardWarmsUpBeforeItLeads(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	c := testClient(t)
+	name := uniqueName()
+	testenv.CreateFeatureGate(t, c, featuregatetest.FeatureGate(configv1.Default, featuregatetest.Named(name)))
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another replica"), LeaseDurationSeconds: ptr.To(int32(3600)), AcquireTime: &now, RenewTime: &now}}
+	g.Expect(c.Create(ctx, lease)).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(context.Background(), lease) })
+
+	gd := newGuard(t, featuregate.Options{Name: name})
+	mgr := gd.newManager(t, ctrl.Options{LeaderElection: true, LeaderElectionID: name, LeaderElectionNamespace: metav1.NamespaceDefault})
+	w := &warmedUp{guard: gd.guard, warmed: make(chan struct{}), started: make(chan struct{})}
+	g.Expect(mgr.Add(w)).To(Succeed())
+	gd.start(t, mgr)
+	g.Eventually(w.warmed).WithTimeout(time.Minute).Should(BeClosed(), "not warmed up")
+	g.Expect(w.early.Load()).To(BeFalse(), "warmed up before the snapshot")
+	g.Consistently(w.started).WithTimeout(2*time.Second).ShouldNot(BeClosed(), "started without the lease")
+}
+
+// warmedUp is a runnable that needs the lease and warms up without it.
+type warmedUp struct {
+	guard           *featuregate.Guard
+	warmed, started chan struct{}
+	early           atomic.Bool
+}
+
+func (w *warmedUp) Warmup(context.Context) error {
+	if _, taken := w.guard.Snapshot(); !taken {
+		w.early.Store(true)
+	}
+	close(w.warmed)
+	return nil
+}
+
+func (w *warmedUp) Start(ctx context.Context) error {
+	close(w.started)
+	<-ctx.Done()
+	return nil
+}
+
+func (w *warmedUp) NeedLeaderElection() bool { return true }

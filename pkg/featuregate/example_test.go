@@ -3,6 +3,7 @@ package featuregate_test
 import (
 	"context"
 	"crypto/tls"
+	"net/http"
 	"os"
 	"time"
 
@@ -188,5 +189,47 @@ func ExampleGuard_TLSOpts() {
 		if p, ok := snap.TLSProfile(); ok {
 			ctrl.Log.Info("Served", "tlsProfile", p.String())
 		}
+	}
+}
+
+// A component without a controller-runtime manager runs the guard's core
+// itself: its /readyz answers the guard's Check, its own work acts only
+// while Current is true and stops at StopRequested, and Run returns nil
+// once the guard asked for the stop.
+func ExampleGuard_Run() {
+	log := ctrl.Log.WithName("setup")
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
+		Version:     "4.18.0",
+		EventSource: "example-component",
+	})
+	if err != nil {
+		log.Error(err, "FeatureGate guard")
+		os.Exit(1)
+	}
+	http.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := guard.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	go func() { _ = http.ListenAndServe(":8081", nil) }() //nolint:gosec // an example
+	ctx := ctrl.SetupSignalHandler()
+	go func() {
+		for {
+			select {
+			case <-guard.StopRequested():
+				return
+			case <-time.After(time.Second):
+			}
+			if guard.Current() && guard.Enabled(features.FeatureGateExample) {
+				log.Info("Acting on a feature set read and still current")
+			}
+		}
+	}()
+	if err := guard.Run(ctx); err != nil {
+		log.Error(err, "FeatureGate guard")
+		os.Exit(1)
+	}
+	if reason, requested := guard.StopReason(); requested {
+		log.Info("Restarting to read the new feature set", "reason", reason)
 	}
 }

@@ -63,7 +63,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.built {
-		return nil, errors.New("featuregate: NewManager called twice on one guard")
+		return nil, errors.New("featuregate: NewManager called twice on one guard, or after Run")
 	}
 	g.built = true
 	if opts.Scheme == nil {
@@ -120,7 +120,7 @@ func (g *Guard) NewManager(opts manager.Options) (manager.Manager, error) {
 // snapshot is taken.
 func (g *Guard) setup(gm *guardedManager) error {
 	mgr := gm.Manager
-	runnables := []manager.Runnable{g.startup, g.stopper, g.startup.AfterSnapshot(g.monitor)}
+	runnables := g.core()
 	if g.opts.Setup != nil {
 		runnables = append(runnables, g.startup.AfterSnapshot(setupRunnable{guard: g, mgr: gm}))
 	}
@@ -261,7 +261,33 @@ const exitEventBudget = 300 * time.Millisecond
 // every Cache.ByObject type, which an API server that has just returned can
 // take seconds to answer).
 func (g *Guard) afterCache(r manager.Runnable) manager.Runnable {
-	return &afterSnapshot{taken: g.cache.ready, runnable: r}
+	held := &afterSnapshot{taken: g.cache.ready, runnable: r}
+	if w, ok := r.(warmupRunnable); ok {
+		// Kept a warmup runnable (a controller with EnableWarmup), for
+		// controller-runtime to warm it up before the lease: held too.
+		return &afterSnapshotWarmup{afterSnapshot: held, warmup: w}
+	}
+	return held
+}
+
+// warmupRunnable is what controller-runtime warms up before it leads.
+type warmupRunnable interface {
+	Warmup(context.Context) error
+}
+
+// afterSnapshotWarmup is an afterSnapshot whose Warmup waits too.
+type afterSnapshotWarmup struct {
+	*afterSnapshot
+	warmup warmupRunnable
+}
+
+func (a *afterSnapshotWarmup) Warmup(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-a.taken:
+	}
+	return a.warmup.Warmup(ctx)
 }
 
 // setupRunnable runs Options.Setup with the snapshot, on every replica.

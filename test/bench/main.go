@@ -214,10 +214,11 @@ func run(o options) int {
 		code = 1
 	}
 	doc := rep.markdown()
-	// The Fleet section is `make fleet`'s, the TLS profile's the side-by-side
-	// e2e tests': kept as they were measured.
+	// The Fleet section is `make fleet`'s, the stampede's a before-and-after
+	// of fleet runs, the TLS profile's the side-by-side e2e tests': kept as
+	// they were measured.
 	if old, err := os.ReadFile(o.out); err == nil {
-		for _, kept := range []string{"Fleet", "TLS profile"} {
+		for _, kept := range []string{"Fleet", "Fleet: the stampede's load, before and after", "TLS profile"} {
 			if section := mdsection.Get(string(old), kept); section != "" {
 				doc = mdsection.Put(doc, kept, section)
 			}

@@ -156,7 +156,7 @@ func (b *bench) measureOutage(ctx context.Context) *section {
 			"The outage lasts as long as a kube-apiserver stop (test/framework/controlplane sets `--shutdown-watch-termination-grace-period=1s`, so that the operator's open watch does not hold it up) and restart take here (see the outage row). " +
 			"The operator learns of the change either from its informer, whose watch reconnects on client-go's reflector backoff, or from the guard's monitor, which reads live (a list by name) and watches from that read (the `detectedBy` field of the log line says which).",
 	}
-	exit := &series{Label: "API back → process exited", Short: "outage: API back -> exit", Target: 2 * time.Second}
+	exit := &series{Label: "API back → process exited", Short: "outage: API back -> exit", Target: time.Second}
 	detect := &series{Label: "API back → `requesting shutdown` logged", Short: "outage: API back -> detected", Target: 100 * time.Millisecond}
 	outage := &series{Label: "outage length (API server stopped → answering again)", Short: "outage: length"}
 	sec.Series = []*series{exit, detect, outage}
@@ -182,7 +182,7 @@ func (b *bench) measureOutage(ctx context.Context) *section {
 		e.add(i, b.outageRun(ctx, pl, second, i, exit, detect, outage, by))
 	}
 	sec.Err = e.err()
-	sec.notePathsAndCheck(by, exit, 2*time.Second)
+	sec.notePathsAndCheck(by, exit, exit.Target)
 	// The monitor reads again 50 ms after a read that reached no server.
 	if s := summarize(detect.Values); s.N > 0 {
 		sec.Checks = append(sec.Checks, check{"API back → change detected ≤ 100 ms (p99)", "p99 " + fmtDur(s.P99) + ", p50 " + fmtDur(s.P50), s.P99 <= 100*time.Millisecond})
