@@ -3,6 +3,8 @@
 # release, the newest pkg/featuregate/v* tag, and fails on an incompatible
 # change: adopters require a version, and a minor release must keep their
 # code building. Compatible additions are listed, not refused.
+# APIDIFF_BASE names another commit to compare with (a clone without tags,
+# or the API since a given change).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 module=github.com/featuregate-operator/operator/pkg/featuregate
@@ -10,7 +12,7 @@ apidiff=${APIDIFF:-apidiff}
 # Internal packages are not the API; apidiff says it skips each, every run.
 run() { "$apidiff" "$@" 2> >(grep -v '^Ignoring internal package' >&2); }
 cd "$root"
-tag=$(git tag --list 'pkg/featuregate/v*' --sort=-v:refname | head -n 1)
+tag=${APIDIFF_BASE:-$(git tag --list 'pkg/featuregate/v*' --sort=-v:refname | head -n 1)}
 if [ -z "$tag" ]; then
 	echo "apidiff: no pkg/featuregate/v* tag in this clone (fetched without tags?): nothing to compare with" >&2
 	exit 0
