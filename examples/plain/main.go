@@ -66,12 +66,15 @@ func run(probe string) error {
 	go func() { served <- server.ListenAndServe() }()
 
 	ctx := ctrl.SetupSignalHandler()
+	// The work ends with Run, whatever ended Run.
+	workCtx, stopWork := context.WithCancel(ctx)
 	work := make(chan struct{})
 	go func() {
 		defer close(work)
-		act(ctx, guard)
+		act(workCtx, guard)
 	}()
 	runErr := guard.Run(ctx)
+	stopWork()
 	<-work
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -113,7 +113,7 @@ func (d *deferredCache) Start(ctx context.Context) error {
 // initializing) stops only when the server answers, a second later: the
 // manager's stop, and the exit that follows a change seen as the API
 // returned, does not wait for it. Closing the guard's connections as Start
-// returns ends that request, and the informer with it.
+// returns ends that list, and the informer stops.
 func stopped(ctx context.Context, errc <-chan error) error {
 	select {
 	case err := <-errc:
@@ -136,8 +136,10 @@ const cacheStopGrace = 100 * time.Millisecond
 // buildOrStop builds the cache, or gives up on the build when ctx ends.
 // Building asks the API about every type through discovery, whose requests
 // take no context: a frozen API server would hold the manager's stop for
-// its whole grace period. The build given up on ends when the guard closes
-// its connections, as Start returns.
+// its whole grace period. The build given up on ends when its request
+// does: the guard closes its connections as Start returns, and client-go
+// may send the request again on a new connection, which ends by its own
+// timeouts.
 func (d *deferredCache) buildOrStop(ctx context.Context) (cache.Cache, int, error) {
 	type built struct {
 		c       cache.Cache

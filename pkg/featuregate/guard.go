@@ -100,17 +100,21 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every connection of the guard's is dialed through own, for Start to
-	// close them all (conns.go).
+	// Every connection of the guard's is dialed through own (the
+	// FeatureGate reads' own transport) or shared (every other client's),
+	// for Start to close them all (conns.go).
 	conns := newConnSet()
-	own := conns.config(cfg)
+	own, shared, err := conns.configs(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var src source
 	if opts.File != "" {
 		src = newFileSource(opts.File, 0, 0)
 	} else if src, err = newAPISource(own, opts.Name, opts.FreshnessBound); err != nil {
 		return nil, err
 	}
-	events, eventConns, err := newEventClient(own)
+	events, eventConns, err := newEventClient(shared)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +129,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
 		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
 	}
-	versions, err := newVersionResolver(own, opts)
+	versions, err := newVersionResolver(shared, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +156,7 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		g.monitor.reconnectAlso = g.tls.api.reconnect
 	}
 	g.config = cfg
-	g.restConfig = own
+	g.restConfig = rest.CopyConfig(shared)
 	g.restConfig.Wrap(g.alarm.wrapTransport)
 	return g, nil
 }

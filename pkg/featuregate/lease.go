@@ -47,7 +47,12 @@ func (g *Guard) holdLease(opts *manager.Options, recorders *managerRecorders) er
 	if lock == nil {
 		cfg := g.restConfig
 		if opts.LeaderElectionConfig != nil {
+			// The lease is in another cluster, whose Events a stock
+			// manager records through a recorder of its own; the
+			// manager's would post them to this one. The lock records
+			// none then.
 			cfg = opts.LeaderElectionConfig
+			recorders = &managerRecorders{none: true}
 		}
 		renewDeadline := defaultRenewDeadline
 		if opts.RenewDeadline != nil {
@@ -81,9 +86,14 @@ const defaultRenewDeadline = 10 * time.Second
 // own, whose type differs between controller-runtime minors.
 type managerRecorders struct {
 	manager.Manager
+	// none: the lock records no Events.
+	none bool
 }
 
 func (p *managerRecorders) GetEventRecorderFor(name string) record.EventRecorder {
+	if p.none {
+		return nil // the lock records nothing without a recorder
+	}
 	return laterRecorder{p: p, name: name}
 }
 

@@ -219,13 +219,9 @@ func (m *guardedManager) Start(ctx context.Context) error {
 	m.startOnce.Do(func() { close(m.started) })
 	defer m.stopOnce.Do(func() { close(m.stopped) })
 	err := m.Manager.Start(ctx)
-	// The Events recorded on the way out announce why it stopped; they
-	// were written while the runnables drained, and get a little longer.
-	m.guard.events.flushWithin(exitEventBudget)
 	m.guard.closeConnections()
-	// The manager's clients use the guard's copy of the config (its
-	// failed requests raise the alarm), which client-go cannot share
-	// with the caller's: its connections are the guard's to close.
+	// With a Transport of the caller's the guard keeps no connection:
+	// the manager's idle ones at least.
 	if hc := m.GetHTTPClient(); hc != nil {
 		utilnet.CloseIdleConnectionsFor(hc.Transport)
 	}
@@ -235,12 +231,19 @@ func (m *guardedManager) Start(ctx context.Context) error {
 // closeConnections closes the guard's own connections once its manager
 // stopped: nothing of the guard outlives Start.
 func (g *Guard) closeConnections() {
+	// The Events recorded on the way out announce why it stopped; they
+	// were written while the runnables drained, and get a little longer,
+	// as do the requests still in flight on the guard's connections (the
+	// manager's recorder's Events, a write of the operator's): one budget
+	// for both.
+	deadline := time.Now().Add(exitEventBudget)
+	g.events.flushWithin(exitEventBudget)
+	g.conns.settle(time.Until(deadline))
 	if api, ok := g.src.(*apiSource); ok {
 		api.closeIdle()
 	}
-	// The Events' client shares client-go's transport for the config:
-	// closing its idle connections costs the caller's clients a dial at
-	// most.
+	// A caller's own Transport is shared with the caller's clients:
+	// closing its idle connections costs them a dial at most.
 	utilnet.CloseIdleConnectionsFor(g.eventConns.Transport)
 	if g.tls != nil {
 		g.tls.api.closeIdle()
@@ -263,8 +266,9 @@ const exitEventBudget = 300 * time.Millisecond
 func (g *Guard) afterCache(r manager.Runnable) manager.Runnable {
 	held := &afterSnapshot{taken: g.cache.ready, runnable: r}
 	if w, ok := r.(warmupRunnable); ok {
-		// Kept a warmup runnable (a controller with EnableWarmup), for
-		// controller-runtime to warm it up before the lease: held too.
+		// Kept a warmup runnable (a controller with EnableWarmup): its
+		// Warmup is held until the cache is built too, and runs whether
+		// or not this replica leads, as controller-runtime runs it.
 		return &afterSnapshotWarmup{afterSnapshot: held, warmup: w}
 	}
 	return held

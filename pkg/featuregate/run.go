@@ -30,19 +30,22 @@ func (g *Guard) core() []manager.Runnable {
 // the snapshot is taken. Snapshot, Enabled and Current answer as with a
 // manager. What Run does not do is what needs a manager: hold the
 // component's own writes and controllers until the snapshot (it acts only
-// after Snapshot or Current says so), and serve the TLS profile
-// (Options.TLSProfile needs NewManager). A guard runs once: Run, or
-// NewManager and its Start.
+// after Snapshot or Current says so), build them from the snapshot
+// (Options.Setup) and serve the TLS profile (Options.TLSProfile); either
+// option is an error. A guard runs once: Run, or NewManager and its Start.
 func (g *Guard) Run(ctx context.Context) error {
+	if g.tls != nil {
+		return errors.New("featuregate: Run with Options.TLSProfile: serving the profile needs NewManager")
+	}
+	if g.opts.Setup != nil {
+		return errors.New("featuregate: Run with Options.Setup: Setup builds on a manager; without one, act once Snapshot is taken")
+	}
 	g.mu.Lock()
 	built := g.built
 	g.built = true
 	g.mu.Unlock()
 	if built {
 		return errors.New("featuregate: Run on a guard already run or given to NewManager")
-	}
-	if g.tls != nil {
-		return errors.New("featuregate: Run with Options.TLSProfile: serving the profile needs NewManager")
 	}
 	// Run's caller serves Check: its doc says so.
 	g.startup.readinessServed = true
@@ -63,7 +66,6 @@ func (g *Guard) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	// The stop's Events, then the connections, as a manager's Start ends.
-	g.events.flushWithin(exitEventBudget)
 	g.closeConnections()
 	select {
 	case err := <-errs:

@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"go.uber.org/goleak"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
@@ -76,4 +77,10 @@ func TestGuardRunsOnce(t *testing.T) {
 
 	gd = newGuard(t, featuregate.Options{Name: uniqueName(), TLSProfile: &featuregate.TLSProfileOptions{}})
 	g.Expect(gd.guard.Run(ctx)).To(MatchError(ContainSubstring("serving the profile needs NewManager")))
+
+	gd = newGuard(t, featuregate.Options{Name: uniqueName(), Setup: func(manager.Manager, featuregate.Snapshot) error { return nil }})
+	g.Expect(gd.guard.Run(ctx)).To(MatchError(ContainSubstring("Setup builds on a manager")))
+	// A refused Run leaves the guard to be used.
+	_, err = gd.guard.NewManager(ctrl.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
 }
