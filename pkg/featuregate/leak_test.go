@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
@@ -39,10 +40,7 @@ func TestGuardLeavesNothingRunningAfterStart(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	gd := newGuardOn(t, cfg, featuregate.Options{Name: name})
 	mgr := gd.newManager(t, ctrl.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	ctx, cancel, done := startReturning(t, mgr)
 	gd.current(t)
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
@@ -73,10 +71,7 @@ func TestGuardStopsWhileItsCacheHangsInTheBuild(t *testing.T) {
 		<-hang
 		return nil, errors.New("the test ended")
 	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	_, cancel, done := startReturning(t, mgr)
 	g.Eventually(building).WithTimeout(time.Minute).Should(Receive())
 
 	stopped := time.Now()
@@ -104,10 +99,7 @@ func TestGuardStopsWhileItsCacheHangsInItsStop(t *testing.T) {
 		built, err := cache.New(cfg, o)
 		return slowStop{Cache: built, hang: hang}, err
 	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	ctx, cancel, done := startReturning(t, mgr)
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
 	stopped := time.Now()
@@ -127,6 +119,16 @@ func (s slowStop) Start(ctx context.Context) error {
 	err := s.Cache.Start(ctx)
 	<-s.hang
 	return err
+}
+
+// startReturning starts mgr; done receives what its Start returned. The
+// test cancels ctx to stop it (and the test's end does).
+func startReturning(t *testing.T, mgr manager.Manager) (context.Context, context.CancelFunc, <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return ctx, cancel, done
 }
 
 // freezingProxy forwards TCP connections to an API server until frozen;
