@@ -22,9 +22,9 @@ import (
 // loop that lasts until the idle timeout (90 s); and a connection whose
 // cancelled stream a frozen server never acknowledges is never idle. So
 // every connection the guard's clients dial is kept in a connSet, and Start
-// closes them all once the manager has drained and what was still in
-// flight has ended (or its budget has); a dial still running then is closed
-// as it completes. A request sent after that (the manager's client used
+// closes them all once the manager has drained and the writes still in
+// flight have ended (or their budget has); a dial still running then is
+// closed as it completes. A request sent after that (the manager's client used
 // after Start returned) dials anew, and that connection is its own.
 
 // connSet is the connections dialed through the guard's configs, and the
@@ -35,7 +35,7 @@ type connSet struct {
 	// closes counts closeAll calls: a dial that began before one and ends
 	// after it is closed at once.
 	closes int
-	// inFlight counts the shared transport's requests whose answers are
+	// inFlight counts the shared transport's writes whose answers are
 	// not read to their end or closed yet.
 	inFlight int
 }
@@ -64,6 +64,12 @@ func (s *connSet) configs(cfg *rest.Config) (dialed, shared *rest.Config, err er
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("TLS for the guard's clients: %w", err)
+	}
+	if cfg.ExecProvider != nil {
+		// An exec plugin may set a client certificate and a dialer per
+		// transport, which client-go refuses beside a Transport: every
+		// client dials through dialed then, a transport each.
+		return dialed, rest.CopyConfig(dialed), nil
 	}
 	t := utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               cfg.Proxy,
@@ -105,9 +111,9 @@ func (s *connSet) dial(next func(ctx context.Context, network, address string) (
 
 var errDialedWhileClosing = errors.New("featuregate: connection dialed while the manager stopped")
 
-// settle waits until no request is in flight on the shared transport, for
-// at most bound: a watch the manager stopped is torn down, an Event of the
-// manager's recorder or a write of the operator's finishes.
+// settle waits until no write is in flight on the shared transport, for at
+// most bound: an Event of the manager's recorder or a write of the
+// operator's finishes.
 func (s *connSet) settle(bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	for {
@@ -157,7 +163,7 @@ func (c *setConn) Close() error {
 	return c.Conn.Close()
 }
 
-// countedTransport counts its requests in flight, until their answer is
+// countedTransport counts its writes in flight, until their answer is
 // read to its end or closed.
 type countedTransport struct {
 	next http.RoundTripper
@@ -165,6 +171,11 @@ type countedTransport struct {
 }
 
 func (t countedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet {
+		// A read acts on nothing: cut it (a watch, a list a restarting
+		// API server holds); a write finishes.
+		return t.next.RoundTrip(req)
+	}
 	t.set.add(1)
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -256,3 +257,18 @@ func (w *warmedUp) Start(ctx context.Context) error {
 }
 
 func (w *warmedUp) NeedLeaderElection() bool { return true }
+
+// A config whose credentials come from an exec plugin (which may set a
+// client certificate and a dialer per transport) builds a guard and its
+// manager, as it builds a stock manager.
+func TestGuardTakesAnExecCredentialConfig(t *testing.T) {
+	g := NewWithT(t)
+	cfg := rest.CopyConfig(sharedControlPlane(t).Config)
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
+	cfg.BearerToken, cfg.BearerTokenFile = "", ""
+	cfg.ExecProvider = &clientcmdapi.ExecConfig{Command: "true", APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	_, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	g.Expect(err).NotTo(HaveOccurred(), "a stock manager")
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: uniqueName()})
+	gd.newManager(t, ctrl.Options{})
+}

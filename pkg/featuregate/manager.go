@@ -233,7 +233,7 @@ func (m *guardedManager) Start(ctx context.Context) error {
 func (g *Guard) closeConnections() {
 	// The Events recorded on the way out announce why it stopped; they
 	// were written while the runnables drained, and get a little longer,
-	// as do the requests still in flight on the guard's connections (the
+	// as do the writes still in flight on the guard's connections (the
 	// manager's recorder's Events, a write of the operator's): one budget
 	// for both.
 	deadline := time.Now().Add(exitEventBudget)
