@@ -100,18 +100,6 @@ func (a *apiSource) reconnect() {
 	old.CloseIdleConnections()
 }
 
-// closeIdle closes the guard's own connections once nothing reads through
-// them (the manager has stopped): their read loops would otherwise outlive
-// Start until their idle timeout.
-func (a *apiSource) closeIdle() {
-	a.mu.Lock()
-	conns := a.conns
-	a.mu.Unlock()
-	if conns != nil {
-		conns.CloseIdleConnections()
-	}
-}
-
 // ownConnection is an HTTP client for the guard's reads alone, on a
 // connection of its own that is health-checked at the freshness bound: a
 // dead connection is dropped after two bounds without a frame, and the next

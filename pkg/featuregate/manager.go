@@ -239,17 +239,13 @@ func (g *Guard) closeConnections() {
 	deadline := time.Now().Add(exitEventBudget)
 	g.events.flushWithin(exitEventBudget)
 	g.conns.settle(time.Until(deadline))
-	if api, ok := g.src.(*apiSource); ok {
-		api.closeIdle()
-	}
-	// A caller's own Transport is shared with the caller's clients:
-	// closing its idle connections costs them a dial at most.
-	utilnet.CloseIdleConnectionsFor(g.eventConns.Transport)
-	if g.tls != nil {
-		g.tls.api.closeIdle()
-	}
-	// And the connections that were not idle, or not pooled yet.
+	// Every connection the guard dialed, idle, in use or not pooled yet
+	// (the FeatureGate reads' own transports included).
 	g.conns.closeAll()
+	// With a Transport of the caller's the guard dialed none: the idle
+	// ones at least; closing them costs the caller's clients a dial at
+	// most.
+	utilnet.CloseIdleConnectionsFor(g.eventConns.Transport)
 }
 
 // exitEventBudget is how long Start waits, once the manager has drained,
