@@ -210,6 +210,12 @@ func (g *Guard) Current() bool {
 // on the snapshot stops when it closes.
 func (g *Guard) StopRequested() <-chan struct{} { return g.stopper.Requested() }
 
+// SnapshotTaken is closed once the startup snapshot is taken. A component
+// run with Run waits on it instead of asking Snapshot in a loop (library-go's
+// InitialFeatureGatesObserved is built on it); with NewManager, the
+// runnables held behind the guard wait on the same moment.
+func (g *Guard) SnapshotTaken() <-chan struct{} { return g.startup.Taken() }
+
 // StopReason is why the guard asked for the stop, and whether it did; after
 // the manager's Start returns it tells a requested stop from a signal.
 func (g *Guard) StopReason() (string, bool) { return g.stopper.Reason() }
