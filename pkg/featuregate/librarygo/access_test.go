@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
+	"github.com/featuregate-operator/operator/pkg/featuregate/librarygo"
 )
 
 // TestAccessWithTheAPIDownAtStart is the seed's situation under library-go's
@@ -102,4 +103,32 @@ func TestAccessWithTheAPIDownAtStart(t *testing.T) {
 	update(gateEntries{version: {nil, {"GateA", "GateB"}}})
 	g.Consistently(func() int { return len(r.changes.get()) }).WithTimeout(time.Second).Should(gomega.Equal(2),
 		"the handler is called once per process")
+}
+
+// A Readiness passes while no access reports to it (a standby replica runs
+// none), fails once one does until its snapshot is taken, then passes.
+func TestReadinessFollowsTheAccessReportingToIt(t *testing.T) {
+	cp := testenv.StartT(t, nil)
+	admin := testenv.Client(t, cp.Config)
+	const version = "4.22.0"
+	testenv.CreateFeatureGate(t, admin, &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Status: gateEntries{version: {{"GateA"}, nil}}.status()})
+	readiness := &librarygo.Readiness{}
+	if err := readiness.Check(nil); err != nil {
+		t.Fatalf("no access reports to it yet: %v", err)
+	}
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, cp.Config, version, "0.0.1-snapshot", librarygo.ReportTo(readiness))
+	g := gomega.NewWithT(t)
+	g.Eventually(func() error { return readiness.Check(nil) }).WithTimeout(30*time.Second).
+		Should(gomega.MatchError(gomega.ContainSubstring("FeatureGate")), "with an access reporting, the API down")
+	if err := cp.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	r.observed(t)
+	if err := readiness.Check(nil); err != nil {
+		t.Fatalf("observed, yet the readiness fails: %v", err)
+	}
 }

@@ -1,7 +1,6 @@
 package librarygo
 
 import (
-	"errors"
 	"net/http"
 	"sync/atomic"
 
@@ -10,10 +9,14 @@ import (
 
 // Readiness is the Access's health check made before the Access exists.
 // controllercmd takes its checks (WithHealthChecks) when the command is
-// built, and the Access is built later, in the operator's run function,
-// from the config the command made: give the same Readiness to both
-// (ReportTo). It fails until an Access reports to it, then answers as that
-// Access's Check.
+// built, and runs the operator's start function, where the Access is
+// built, only once this replica leads: give the same Readiness to both
+// (ReportTo). Until an Access reports to it, it passes: the replica runs
+// nothing that reads the gates (a standby, or a leader before its start
+// function got there), as controllercmd's /healthz passes then, and a
+// standby failing it for as long as it stands by would be restarted by a
+// liveness probe. From then on it answers as that Access's Check: it fails,
+// saying why, until the startup snapshot is taken.
 type Readiness struct {
 	access atomic.Pointer[Access]
 }
@@ -21,11 +24,12 @@ type Readiness struct {
 // Name is the check's name in /healthz (and /readyz where it is served).
 func (r *Readiness) Name() string { return featuregate.CheckName }
 
-// Check fails until the Access reporting to r has taken its snapshot.
+// Check passes until an Access reports to r, then fails until that
+// Access has taken its snapshot.
 func (r *Readiness) Check(req *http.Request) error {
 	a := r.access.Load()
 	if a == nil {
-		return errors.New("FeatureGate access not built yet")
+		return nil
 	}
 	return a.Check(req)
 }

@@ -7,6 +7,11 @@
 // records, and nothing more: what every library-go operator pays for its
 // feature gates.
 //
+// With -access=guard it runs the guard's librarygo.Access in library-go's
+// place, built from the same arguments by the one constructor an adopter
+// changes, for the side-by-side measurements of make bench-librarygo;
+// -ask-current then asks its Current as a busy controller would.
+//
 // It exits 0 when the enabled or disabled gates of its version change
 // (library-go's ForceExit, the default change handler), 1 when the first
 // gates are not observed within -initial-timeout, and 0 on SIGTERM.
@@ -32,6 +37,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate/librarygo"
 )
 
 // missingVersionMarker is the placeholder OpenShift builds carry until the
@@ -45,14 +52,16 @@ func main() {
 	initialTimeout := flag.Duration("initial-timeout", time.Minute, "How long to wait for the first gates, as library-go's documented construct does.")
 	probeAddr := flag.String("health-probe-bind-address", "0", `Address of /readyz, 200 once the first gates are observed ("0": not served).`)
 	eventsNamespace := flag.String("events-namespace", "default", `Namespace of the Events library-go records (FeatureGatesInitialized at start, FeatureGatesModified before a restart), as an operator's kube recorder does; "" logs them instead.`)
+	accessKind := flag.String("access", "librarygo", `Which FeatureGateAccess: "librarygo" (library-go's own) or "guard" (librarygo.Access).`)
+	askCurrent := flag.Duration("ask-current", 0, "With -access=guard, ask Current this often once the gates are observed (0: never), as a controller does before each write.")
 	flag.Parse()
-	if err := run(*kubeconfig, *version, *probeAddr, *eventsNamespace, *resync, *initialTimeout); err != nil {
+	if err := run(*kubeconfig, *version, *probeAddr, *eventsNamespace, *accessKind, *resync, *initialTimeout, *askCurrent); err != nil {
 		fmt.Fprintln(os.Stderr, "idle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, version, probeAddr, eventsNamespace string, resync, initialTimeout time.Duration) error {
+func run(kubeconfig, version, probeAddr, eventsNamespace, accessKind string, resync, initialTimeout, askCurrent time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -73,10 +82,25 @@ func run(kubeconfig, version, probeAddr, eventsNamespace string, resync, initial
 		ref := &corev1.ObjectReference{Kind: "Deployment", APIVersion: "apps/v1", Namespace: eventsNamespace, Name: "idle"}
 		recorder = events.NewRecorder(kube.CoreV1().Events(eventsNamespace), "idle", ref, clock.RealClock{})
 	}
-	access := featuregates.NewFeatureGateAccess(version, missingVersionMarker,
-		informers.Config().V1().ClusterVersions(), informers.Config().V1().FeatureGates(), recorder)
+	var access featuregates.FeatureGateAccess
+	var current func() bool
+	switch accessKind {
+	case "librarygo":
+		access = featuregates.NewFeatureGateAccess(version, missingVersionMarker,
+			informers.Config().V1().ClusterVersions(), informers.Config().V1().FeatureGates(), recorder)
+	case "guard":
+		a, err := librarygo.NewFeatureGateAccess(cfg, version, missingVersionMarker, recorder)
+		if err != nil {
+			return err
+		}
+		access, current = a, a.Current
+	default:
+		return fmt.Errorf("-access=%q: want librarygo or guard", accessKind)
+	}
 	go access.Run(ctx)
-	informers.Start(ctx.Done())
+	if accessKind == "librarygo" {
+		informers.Start(ctx.Done())
+	}
 
 	timeout := time.NewTimer(initialTimeout)
 	defer timeout.Stop()
@@ -95,6 +119,18 @@ func run(kubeconfig, version, probeAddr, eventsNamespace string, resync, initial
 	if probeAddr != "0" {
 		if err := serveReady(ctx, probeAddr); err != nil {
 			return err
+		}
+	}
+	if current != nil && askCurrent > 0 {
+		tick := time.NewTicker(askCurrent)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				current()
+			case <-ctx.Done():
+				return nil
+			}
 		}
 	}
 	<-ctx.Done()
