@@ -193,6 +193,14 @@ bench: build envtest-assets ## Run the benchmarks and write BENCHMARKS.md (not p
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) bench-cluster; else echo "bench: not root: the real-kubelet row is not measured"; fi
 	cd test/bench && KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go run . -out ../../BENCHMARKS.md -manager ../../bin/manager -kubelet $(call from-bench,$(KUBELET_BENCH))
 
+# library-go's FeatureGateAccess beside librarygo.Access, the same program
+# (test/librarygo/cmd/idle) run with each on one control plane.
+LIBRARYGO_COMPARE ?= $(LOCALBIN)/librarygo-compare.md
+.PHONY: bench-librarygo
+bench-librarygo: envtest-assets ## Measure library-go's FeatureGateAccess and librarygo.Access side by side (ready after the API returns, a change during an outage, exits per change, API requests/s idle and busy) into bin/librarygo-compare.md, for BENCHMARKS.md (~10 min).
+	@mkdir -p $(LOCALBIN)
+	cd pkg/featuregate/librarygo && FEATUREGATE_COMPARE=1 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 30m -v -run '^TestCompareWithLibraryGo$$' . -args -compare.report=$(LIBRARYGO_COMPARE)
+
 # The fleet (test/fleet): FLEET_N adopters on one control plane through a
 # TechPreviewNoUpgrade switch, an upgrade, a CustomNoUpgrade gate flip and a
 # stampede, then the idle and busy cost beside library-go's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,32 +23,22 @@ import (
 // The control plane shared by the tests here that need an API server with
 // the OpenShift CRDs. It starts on first use, so that the pure tests do not
 // pay for it, and TestMain stops it.
-var shared struct {
-	once sync.Once
-	cp   *testenv.ControlPlane
-	err  error
-}
+var shared testenv.Shared
 
 func TestMain(m *testing.M) {
 	// Shown only when a test fails (or with -v).
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	code := m.Run()
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
 func sharedControlPlane(t *testing.T) *testenv.ControlPlane {
 	t.Helper()
-	shared.once.Do(func() { shared.cp, shared.err = testenv.Start(nil) })
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.cp
+	return shared.Get(t)
 }
 
 var names atomic.Int32

@@ -218,7 +218,9 @@ func run(o options) int {
 	// of fleet runs, the TLS profile's the side-by-side e2e tests': kept as
 	// they were measured.
 	if old, err := os.ReadFile(o.out); err == nil {
-		for _, kept := range []string{"Fleet", "Fleet: the stampede's load, before and after", "TLS profile"} {
+		for _, kept := range []string{"Fleet", "Fleet: the stampede's load, before and after", "TLS profile",
+			// make bench-librarygo's.
+			"library-go's FeatureGateAccess beside librarygo.Access"} {
 			if section := mdsection.Get(string(old), kept); section != "" {
 				doc = mdsection.Put(doc, kept, section)
 			}

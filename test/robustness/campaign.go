@@ -63,7 +63,13 @@ type Config struct {
 	// machine's speed, and a rule that judges almost nothing proves almost
 	// nothing.
 	MinApplies int
-	Rules      Rules
+	// SettleWithin bounds how long an exposure waits for the consumer to
+	// decide on the current value before it begins (a minute when zero).
+	// An unpatched consumer settles within seconds; a planted one may
+	// never, its bug having shown already, and a minute per exposure was
+	// a third of the planted campaigns' time.
+	SettleWithin time.Duration
+	Rules        Rules
 	// Logf reports progress (t.Logf).
 	Logf func(format string, args ...any)
 }

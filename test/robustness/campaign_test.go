@@ -341,6 +341,13 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 	}
 }
 
+// plantedSettle is how long a planted campaign's exposure waits for its
+// consumer to settle first. The exposure runs either way; one that begins
+// unsettled is one whose bug has already shown (a lapse never recovered
+// from, a gate flip never acted on), and each planted consumer settles
+// within seconds when its bug has not.
+const plantedSettle = 15 * time.Second
+
 // plantedCampaign runs b's campaign with seed on the planted consumer and
 // fails unless the checker reports b's rule broken.
 func plantedCampaign(t *testing.T, b plantedBug, seed int64, consumer string) {
@@ -348,7 +355,8 @@ func plantedCampaign(t *testing.T, b plantedBug, seed int64, consumer string) {
 	defer cancel()
 	dir := campaignDir(t, fmt.Sprintf("planted-%d", seed))
 	res, err := Run(ctx, Config{Seed: seed, Duration: *plantedLength, Dir: dir, Manager: bins.manager, Consumer: consumer,
-		Faults: b.faults, ChangesApart: b.apart, EntryRewrite: b.entryRewrite, Exposures: []string{b.exposure}, Logf: t.Logf})
+		Faults: b.faults, ChangesApart: b.apart, EntryRewrite: b.entryRewrite, Exposures: []string{b.exposure},
+		SettleWithin: plantedSettle, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("campaign: %v", err)
 	}

@@ -76,7 +76,7 @@ var exposures = map[string]exposure{
 		if err := c.leaveDefault(ctx); err != nil {
 			return err
 		}
-		if err := c.settleConsumer(ctx); err != nil {
+		if _, err := c.settleConsumer(ctx); err != nil {
 			return err
 		}
 		cut := c.begin(ctx, "link-cut", 0)
@@ -109,17 +109,62 @@ func (c *campaign) expose(ctx context.Context, names []string) error {
 		if !ok {
 			return fmt.Errorf("unknown exposure %q (known: %v)", name, AllExposures)
 		}
-		c.rec.Record(Event{Kind: KindExposure, Value: name, Phase: PhaseStart})
-		err := c.settleConsumer(ctx)
-		if err == nil {
-			err = run(ctx, c)
-		}
-		c.rec.Record(Event{Kind: KindExposure, Value: name, Phase: PhaseHeal})
-		if err != nil {
-			return fmt.Errorf("exposure %s: %w", name, err)
+		for attempt := 1; ; attempt++ {
+			c.rec.Record(Event{Kind: KindExposure, Value: name, Phase: PhaseStart})
+			settled, err := c.settleConsumer(ctx)
+			if err == nil {
+				err = run(ctx, c)
+			}
+			c.rec.Record(Event{Kind: KindExposure, Value: name, Phase: PhaseHeal})
+			if err != nil {
+				return fmt.Errorf("exposure %s: %w", name, err)
+			}
+			// The situation is the settled consumer's: one that was
+			// already stopping on an earlier change (written during a
+			// fault of the random part, seen only at its heal) lives
+			// through none of it, and its next life reads afresh.
+			if name == ExposeStartDuringCut || !c.stoppingBeforeWrite(settled) {
+				break
+			}
+			if attempt == exposureAttempts {
+				c.cfg.Logf("exposure %s: the consumer was stopping on an earlier change in each of %d attempts; going on", name, attempt)
+				break
+			}
+			c.cfg.Logf("exposure %s: the consumer was stopping on an earlier change when it began; running it again", name)
 		}
 	}
 	return nil
+}
+
+// exposureAttempts bounds how often an exposure is run again because the
+// consumer was stopping on an earlier change: each restart reads the
+// FeatureGate afresh, so a second attempt finds nothing pending.
+const exposureAttempts = 3
+
+// stoppingBeforeWrite is whether the consumer asked to stop, since (the
+// decision it settled on), before
+// the exposure's first write (or at all, for an exposure that writes
+// nothing): on a change that was not the exposure's.
+func (c *campaign) stoppingBeforeWrite(since time.Time) bool {
+	write := time.Time{}
+	var stops []time.Time
+	for _, e := range c.rec.Events() {
+		if e.T.Before(since) {
+			continue
+		}
+		if e.Kind == KindWrite && write.IsZero() {
+			write = e.Sent
+		}
+		if e.Kind == KindStopping && e.Proc == "consumer" {
+			stops = append(stops, e.T)
+		}
+	}
+	for _, t := range stops {
+		if write.IsZero() || t.Before(write) {
+			return true
+		}
+	}
+	return false
 }
 
 // pastBound is how long an exposure keeps its situation: the freshness
@@ -141,43 +186,59 @@ func (c *campaign) changeDuring(ctx context.Context, kind string) error {
 	return err
 }
 
-// settleWithin bounds settleConsumer: a consumer restarts on a change
-// within a second or two (the supervisor's backoff is at most 2 s).
+// settleWithin bounds settleConsumer, unless Config.SettleWithin says
+// otherwise, and every other wait of an exposure on what the processes
+// did: a consumer restarts on a change within a second or two (the
+// supervisor's backoff is at most 2 s).
 const settleWithin = time.Minute
 
 // settleConsumer waits until the consumer decides on the FeatureGate's
-// current value. One that does not within settleWithin is counted
+// current value. One that does not within Config.SettleWithin is counted
 // (Result.Unsettled: the unpatched consumer must always settle) and the
 // exposure goes on: a planted bug may have left the consumer deciding on
 // an old value for good, which the checker judges, and the exposure must
 // still be run.
-func (c *campaign) settleConsumer(ctx context.Context) error {
+func (c *campaign) settleConsumer(ctx context.Context) (settled time.Time, err error) {
 	fg := &configv1.FeatureGate{}
 	if err := c.admin.Get(ctx, client.ObjectKey{Name: "cluster"}, fg); err != nil {
-		return fmt.Errorf("read the FeatureGate: %w", err)
+		return time.Time{}, fmt.Errorf("read the FeatureGate: %w", err)
 	}
 	want, from := valueOf(fg), time.Now()
-	err := c.waitFor(ctx, "decision on "+want, from, func(e Event) bool {
-		return e.Kind == KindDecision && e.Code != nil && *e.Code == 200 && e.Value == want && !e.Sent.Before(from)
+	limit := c.cfg.SettleWithin
+	if limit <= 0 {
+		limit = settleWithin
+	}
+	settled = from
+	err = c.waitWithin(ctx, limit, "decision on "+want, from, func(e Event) bool {
+		ok := e.Kind == KindDecision && e.Code != nil && *e.Code == 200 && e.Value == want && !e.Sent.Before(from)
+		if ok {
+			settled = e.Sent
+		}
+		return ok
 	})
 	if err != nil && ctx.Err() == nil {
 		c.cfg.Logf("consumer not settled, the exposure goes on: err=%v", err)
 		c.mu.Lock()
 		c.unsettled++
 		c.mu.Unlock()
-		return nil
+		return from, nil
 	}
-	return err
+	return settled, err
 }
 
 // waitFor waits, up to settleWithin, until the history has an event since
 // that matches.
 func (c *campaign) waitFor(ctx context.Context, what string, since time.Time, match func(Event) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, settleWithin)
+	return c.waitWithin(ctx, settleWithin, what, since, match)
+}
+
+// waitWithin is waitFor with its own limit.
+func (c *campaign) waitWithin(ctx context.Context, limit time.Duration, what string, since time.Time, match func(Event) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for !c.rec.Has(since, match) {
 		if harness.Wait(ctx, 20*time.Millisecond) != nil {
-			return fmt.Errorf("no %s within %s", what, settleWithin)
+			return fmt.Errorf("no %s within %s", what, limit)
 		}
 	}
 	return nil

@@ -44,6 +44,10 @@ const (
 	// KindUnread is a process's startup read that failed (its log line:
 	// the guard retries, with no feature set assumed).
 	KindUnread = "unread"
+	// KindStopping is a process's request to stop on a change it found
+	// (its log line): an exposure begun while the consumer was already
+	// stopping on an earlier change is run again.
+	KindStopping = "stopping"
 	// KindExposure is a scripted exposure starting or ending (Value its
 	// name, Phase start or heal).
 	KindExposure = "exposure"

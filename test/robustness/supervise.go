@@ -60,8 +60,10 @@ func (c *campaign) startProcesses() {
 	}
 }
 
+// freeAddr is an address for a supervised process: it binds it again at
+// every restart (harness.RebindPort).
 func freeAddr() string {
-	port, err := harness.FreePort()
+	port, err := harness.RebindPort()
 	if err != nil {
 		panic(err) // the loopback has no free port: nothing can run
 	}
@@ -86,6 +88,8 @@ func (s *supervised) run() {
 				s.c.rec.Record(Event{Kind: KindSnapshot, Proc: s.name, T: l.At(), Value: l.Get("featureSet")})
 			case strings.Contains(l.Raw, `"msg":"FeatureGate not read; no feature set assumed, retrying"`):
 				s.c.rec.Record(Event{Kind: KindUnread, Proc: s.name, T: l.At()})
+			case strings.Contains(l.Raw, `"msg":"FeatureGate changed; requesting shutdown"`):
+				s.c.rec.Record(Event{Kind: KindStopping, Proc: s.name, T: l.At()})
 			case strings.Contains(l.Raw, `"msg":"Successfully acquired lease"`):
 				s.c.rec.Record(Event{Kind: KindLeading, Proc: s.name, T: l.At()})
 				s.c.mu.Lock()

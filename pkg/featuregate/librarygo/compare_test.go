@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,10 @@ var (
 	compareWindow = flag.Duration("compare.window", time.Minute, "how long the API cost is counted")
 	compareReport = flag.String("compare.report", "", "file the Markdown section is written to (besides the test log)")
 )
+
+// compareSection is the section of BENCHMARKS.md the report is, kept there
+// by make bench.
+const compareSection = "library-go's FeatureGateAccess beside librarygo.Access"
 
 // The two accesses compared, as test/librarygo/cmd/idle's -access names them.
 var accesses = []struct{ flag, title string }{
@@ -79,6 +84,15 @@ func TestCompareWithLibraryGo(t *testing.T) {
 	}
 
 	var b strings.Builder
+	b.WriteString("## " + compareSection + "\n\n")
+	fmt.Fprintf(&b, "Written by `make bench-librarygo` (%s, %s): one program, test/librarygo/cmd/idle, built once and run with `-access=librarygo` "+
+		"(library-go's `FeatureGateAccess` on config informers, its ForceExit handler) and `-access=guard` (`librarygo.Access` from the same arguments), "+
+		"one process at a time unless a fleet, on one etcd and kube-apiserver with a FeatureGate entry of two gates for the process's version. "+
+		"Ready: `/readyz` 200 once `InitialFeatureGatesObserved` closed. API available: the harness's first answered GET of the FeatureGate, tried every 10 ms while the API server restarts after 1 s down. "+
+		"The link cut: the process's own TCP proxy closes every connection and refuses new ones while the gate is flipped through the admin's link. "+
+		"Exits: one process, the change made, an exit within 15 s or none. Requests: `apiserver_request_total` on featuregates, clusterversions and events, over the window after the fleet is ready and 5 s more "+
+		"(a watch is counted when it ends, so an idle fleet counts almost nothing).\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOARCH)
 	b.WriteString("| measure | " + accesses[0].title + " | " + accesses[1].title + " |\n| --- | --- | --- |\n")
 	row := func(name string, cell func(access string) string) {
 		b.WriteString("| " + name + " |")

@@ -30,31 +30,21 @@ var (
 )
 
 // shared is one control plane for the tests that need no outage of their
-// own, started on first use and stopped by TestMain.
-var shared struct {
-	once sync.Once
-	cp   *testenv.ControlPlane
-	err  error
-}
+// own.
+var shared testenv.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
 func sharedConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	shared.once.Do(func() { shared.cp, shared.err = testenv.Start(nil) })
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.cp.Config
+	return shared.Get(t).Config
 }
 
 var names atomic.Int32

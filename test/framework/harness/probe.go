@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,6 +105,38 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RebindPort is a free loopback port for a server that binds it again and
+// again (a supervised process restarted many times on one address). It is
+// chosen below the kernel's ephemeral range (ip_local_port_range), which
+// FreePort's ports and every connection's source port come from: one of
+// the hundreds of connections a campaign opens would otherwise take the
+// port between two lives, and the next life fail with "address already in
+// use". Only another explicit choice can take it.
+func RebindPort() (int, error) {
+	low := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 10000
+	if low <= from+1000 {
+		return FreePort() // a range that leaves nothing below it
+	}
+	for range 100 {
+		port := from + rand.IntN(low-from)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port in 127.0.0.1:%d-%d after 100 tries", from, low-1)
 }
 
 // ClosedAddr is a loopback address nothing listens on: an API server that

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,33 @@ func Start(crds []string) (*ControlPlane, error) {
 		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
 	}
 	return cp, nil
+}
+
+// Shared is one control plane for the tests of a package that need the
+// OpenShift CRDs: started on first use, so that the pure tests do not pay
+// for it, and stopped by the package's TestMain.
+type Shared struct {
+	once sync.Once
+	cp   *ControlPlane
+	err  error
+}
+
+// Get starts the control plane the first time it is asked for.
+func (s *Shared) Get(t testing.TB) *ControlPlane {
+	t.Helper()
+	s.once.Do(func() { s.cp, s.err = Start(nil) })
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.cp
+}
+
+// Stop stops the control plane if a test started it.
+func (s *Shared) Stop() error {
+	if s.cp == nil {
+		return nil
+	}
+	return s.cp.Stop()
 }
 
 // StartT is Start for one test, stopped when it ends.
