@@ -36,6 +36,7 @@ var (
 	compareFleet  = flag.Int("compare.fleet", 10, "processes per access for the API cost")
 	compareWindow = flag.Duration("compare.window", time.Minute, "how long the API cost is counted")
 	compareReport = flag.String("compare.report", "", "file the Markdown section is written to (besides the test log)")
+	compareKeep   = flag.Bool("compare.keep", false, "keep the processes' logs (their directory is logged)")
 )
 
 // compareSection is the section of BENCHMARKS.md the report is, kept there
@@ -71,7 +72,15 @@ func TestCompareWithLibraryGo(t *testing.T) {
 	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 		Status: gateEntries{version: {{"GateA"}, {"GateB"}}}.status()}
 	testenv.CreateFeatureGate(t, admin, fg)
-	w := &world{t: t, cp: cp, admin: admin, bin: bin, version: version, dir: t.TempDir()}
+	dir := t.TempDir()
+	if *compareKeep {
+		var err error
+		if dir, err = os.MkdirTemp("", "librarygo-compare-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the processes' logs are kept in %s", dir)
+	}
+	w := &world{t: t, cp: cp, admin: admin, bin: bin, version: version, dir: dir}
 	w.proxy = startCutProxy(t, hostOf(cp.Config))
 	w.direct = w.kubeconfig("direct", cp.Config.Host)
 	w.viaProxy = w.kubeconfig("proxy", "https://"+w.proxy.addr())
