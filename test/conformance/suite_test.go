@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -57,8 +58,10 @@ var _ = BeforeSuite(func() {
 	crd, err := featureGateCRD()
 	Expect(err).NotTo(HaveOccurred())
 	testenv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{crd},
-		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s default is too close on a loaded CI machine.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		CRDDirectoryPaths:        []string{crd},
+		ErrorIfCRDPathMissing:    true,
 	}
 	cfg, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,6 +61,12 @@ type ControlPlane struct {
 	etcd *etcdCluster
 }
 
+// StartTimeout bounds how long etcd or a kube-apiserver may take to serve.
+// envtest's 20 s default is too close: a campaign's second kube-apiserver
+// on a loaded CI machine once took longer, and a slow start says nothing
+// about the code under test.
+const StartTimeout = 2 * time.Minute
+
 // Start brings up etcd and kube-apiserver on free loopback ports and installs
 // the CRDs.
 func Start(opts Options) (*ControlPlane, error) {
@@ -92,10 +99,11 @@ func Start(opts Options) (*ControlPlane, error) {
 	// terminal's Ctrl-C reached it first).
 	etcd := &envtest.Etcd{Out: opts.Out, Err: opts.Out, DataDir: filepath.Join(cp.dir, "etcd")}
 	cp.Env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
-		ControlPlane:          envtest.ControlPlane{APIServer: apiServer, Etcd: etcd},
+		ControlPlaneStartTimeout: StartTimeout,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        crds,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlane:             envtest.ControlPlane{APIServer: apiServer, Etcd: etcd},
 	}
 	if opts.EtcdMembers > 1 {
 		if opts.EtcdMembers < 3 {
@@ -257,6 +265,7 @@ func (cp *ControlPlane) SecondAPIServerOn(etcd *url.URL) (*Twin, error) {
 		Err:     first.Err,
 	}
 	s.Authn = first.Authn
+	s.StartTimeout = StartTimeout
 	quickShutdown(s)
 	if err := s.Start(); err != nil {
 		return nil, fmt.Errorf("start second kube-apiserver: %w", err)

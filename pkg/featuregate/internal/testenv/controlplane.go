@@ -60,9 +60,12 @@ func Start(crds []string) (*ControlPlane, error) {
 		return nil, err
 	}
 	cp := &ControlPlane{dir: dir, env: &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s default is too close on a loaded CI machine,
+		// and a slow start says nothing about the guard.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        crds,
+		ErrorIfCRDPathMissing:    true,
 		ControlPlane: envtest.ControlPlane{
 			APIServer: api,
 			Etcd:      &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")},
