@@ -29,6 +29,9 @@ const (
 	reasonFeatureGateChanged = "FeatureGateChanged"
 	reasonFeatureGateDeleted = "FeatureGateDeleted"
 	reasonTLSProfileChanged  = "TLSProfileChanged"
+	// reasonSnapshotPartChanged is an adopter's own part (Options.Parts)
+	// that changed.
+	reasonSnapshotPartChanged = "SnapshotPartChanged"
 )
 
 // eventWriter records the guard's Events on the FeatureGate: through the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -231,5 +232,62 @@ func ExampleGuard_Run() {
 	}
 	if reason, requested := guard.StopReason(); requested {
 		log.Info("Restarting to read the new feature set", "reason", reason)
+	}
+}
+
+// An operator that consumes the Infrastructure's topology, as many
+// OpenShift operators do (a single-replica control plane runs one replica
+// of this, a highly available one three): the topology is part of the
+// snapshot. The guard is not ready until it is read; a change of the
+// topology stops the manager, as a FeatureGate change does; a change of any
+// other field of the Infrastructure does not; Current vouches for it.
+// Without a config.openshift.io API (MicroShift) the fallback is held; an
+// Infrastructure that appears later with another topology restarts.
+func ExampleNewPart() {
+	log := ctrl.Log.WithName("setup")
+	type topology struct {
+		controlPlane, infrastructure configv1.TopologyMode
+	}
+	infra, err := featuregate.NewPart("cluster", func(i *configv1.Infrastructure) topology {
+		return topology{i.Status.ControlPlaneTopology, i.Status.InfrastructureTopology}
+	}, featuregate.PartOptions[topology]{
+		Absent: &topology{configv1.SingleReplicaTopologyMode, configv1.SingleReplicaTopologyMode},
+	})
+	if err != nil {
+		log.Error(err, "Infrastructure part")
+		os.Exit(1)
+	}
+	guard, err := featuregate.NewGuard(ctrl.GetConfigOrDie(), featuregate.Options{
+		EventSource: "example-operator",
+		Parts:       []featuregate.Part{infra},
+	})
+	if err != nil {
+		log.Error(err, "guard")
+		os.Exit(1)
+	}
+	mgr, err := guard.NewManager(ctrl.Options{HealthProbeBindAddress: ":8081"})
+	if err != nil {
+		log.Error(err, "manager")
+		os.Exit(1)
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		// Added runnables start once the snapshot is taken: the
+		// topology is there.
+		s, _ := guard.Snapshot()
+		t, _ := infra.Value(s)
+		replicas := 3
+		if t.controlPlane == configv1.SingleReplicaTopologyMode {
+			replicas = 1
+		}
+		log.Info("Operands sized by the control plane's topology", "replicas", replicas)
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		log.Error(err, "runnable")
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager")
+		os.Exit(1)
 	}
 }

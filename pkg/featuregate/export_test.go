@@ -71,7 +71,7 @@ func NewStartupAnnouncing(r Getter, o Options, announce func(Snapshot)) *Startup
 	if announce != nil {
 		a = func(_ context.Context, s Snapshot) { announce(s) }
 	}
-	return newStartup(getterSource{getter: r, name: o.Name}, o, a)
+	return newStartup(getterSource{getter: r, name: o.Name}, nil, o, a)
 }
 
 // liveGetter reads the way the API source does (a consistent list by name

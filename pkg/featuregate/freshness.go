@@ -188,18 +188,17 @@ type prover struct {
 	*freshness
 	read    func(context.Context) (*configv1.FeatureGate, error)
 	compare func(context.Context, *configv1.FeatureGate) bool
-	// also, when set, is a second consistent read sent beside each one,
-	// for the rest of the snapshot (the TLS profile): proof needs both
-	// answered, and changed true ends the run as a changed FeatureGate
-	// does.
-	also func(context.Context) (changed bool, err error)
-	log  logr.Logger
-	name string
-	// alsoName names what also reads, for the lapse's reason.
-	alsoName string
-	// unanswered marks the reads of the one in flight not answered yet:
-	// fgRead, alsoRead.
-	unanswered atomic.Int32
+	// parts are read beside each FeatureGate read, one consistent read
+	// each, compared with the snapshot's values (held): proof needs every
+	// read answered, and a part found changed ends the run as a changed
+	// FeatureGate does.
+	parts []part
+	held  func() (Snapshot, bool)
+	log   logr.Logger
+	name  string
+	// unanswered marks the reads of the proof in flight not answered yet:
+	// bit 0 the FeatureGate's, bit i+1 parts[i]'s.
+	unanswered atomic.Uint64
 	// lapses counts each lapse; nil counts nothing.
 	lapses prometheus.Counter
 
@@ -208,11 +207,8 @@ type prover struct {
 	lapsedAt time.Time
 }
 
-// The reads of one proof, as bits of prover.unanswered.
-const (
-	fgRead   int32 = 1
-	alsoRead int32 = 2
-)
+// fgRead is the FeatureGate's read among prover.unanswered's bits.
+const fgRead uint64 = 1
 
 // errNoAnswer is a consistent read unanswered within the bound.
 var errNoAnswer = errors.New("no answer")
@@ -221,7 +217,7 @@ type proof struct {
 	sent time.Time
 	fg   *configv1.FeatureGate
 	err  error
-	// changed: the second read found the rest of the snapshot changed.
+	// changed: a part's read found it changed.
 	changed bool
 }
 
@@ -241,28 +237,16 @@ func (p *prover) run(ctx context.Context) error {
 		go func() {
 			rctx, cancel := context.WithTimeout(ctx, p.bound)
 			defer cancel()
-			var changed bool
-			var alsoErr error
-			alsoDone := make(chan struct{})
-			if p.also != nil {
-				p.unanswered.Store(fgRead | alsoRead)
-				go func() {
-					defer close(alsoDone)
-					changed, alsoErr = p.also(rctx)
-					p.unanswered.And(^alsoRead)
-				}()
-			} else {
-				p.unanswered.Store(fgRead)
-				close(alsoDone)
-			}
+			p.unanswered.Store(1<<(len(p.parts)+1) - 1)
+			parts := p.checkParts(rctx)
 			fg, err := p.read(rctx)
 			p.unanswered.And(^fgRead)
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("%w to a consistent read of FeatureGate %s within %s", errNoAnswer, p.name, p.bound)
 			}
-			<-alsoDone
-			if alsoErr != nil && (err == nil || errors.Is(err, errNotFound)) {
-				err = alsoErr
+			changed, partErr := parts()
+			if partErr != nil && (err == nil || errors.Is(err, errNotFound)) {
+				err = partErr
 			}
 			results <- proof{sent: sent, fg: fg, err: err, changed: changed}
 		}()
@@ -355,10 +339,8 @@ func (p *prover) run(ctx context.Context) error {
 				switch {
 				case lastErr != nil:
 					reason = lastErr.Error()
-				case inFlight && p.unanswered.Load() == alsoRead:
-					reason = fmt.Sprintf("no answer to a consistent read of %s yet", p.alsoName)
 				case inFlight:
-					reason = fmt.Sprintf("no answer to a consistent read of FeatureGate %s yet", p.name)
+					reason = fmt.Sprintf("no answer to a consistent read of %s yet", p.unansweredObject())
 				}
 				age, _ := p.age(now)
 				p.log.Info("FeatureGate not proven current within the freshness bound; not current", "featureGate", p.name,
@@ -367,6 +349,59 @@ func (p *prover) run(ctx context.Context) error {
 			return errLapsed
 		}
 	}
+}
+
+// checkParts sends one read of each part, compared with the snapshot's
+// value, and returns what waits for them all: whether one found its part
+// changed (the stop is requested), else the first error.
+func (p *prover) checkParts(ctx context.Context) func() (changed bool, err error) {
+	if len(p.parts) == 0 {
+		return func() (bool, error) { return false, nil }
+	}
+	snap, _ := p.held() // the prover runs once the snapshot is taken
+	type result struct {
+		changed bool
+		err     error
+	}
+	results := make([]result, len(p.parts))
+	var wg sync.WaitGroup
+	for i, pt := range p.parts {
+		held, _ := snap.valueOf(pt.key())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].changed, results[i].err = pt.check(ctx, held, "freshness")
+			p.unanswered.And(^(uint64(1) << (i + 1)))
+		}()
+	}
+	return func() (bool, error) {
+		wg.Wait()
+		var first error
+		for _, r := range results {
+			if r.changed {
+				return true, nil
+			}
+			if first == nil {
+				first = r.err
+			}
+		}
+		return false, first
+	}
+}
+
+// unansweredObject names an object whose read of the proof in flight is
+// not answered yet, the FeatureGate first.
+func (p *prover) unansweredObject() string {
+	u := p.unanswered.Load()
+	if u&fgRead != 0 || len(p.parts) == 0 {
+		return "FeatureGate " + p.name
+	}
+	for i, pt := range p.parts {
+		if u&(uint64(1)<<(i+1)) != 0 {
+			return pt.object()
+		}
+	}
+	return "FeatureGate " + p.name
 }
 
 // sleepUntilAsked marks the prover dormant, and reports whether it is: the

@@ -70,10 +70,10 @@ type Guard struct {
 	reconciler *reconciler
 	// cache is the manager's, built once the snapshot is taken.
 	cache *deferredCache
-	// tls and tlsComparison read and compare the TLS profile, when
-	// Options.TLSProfile asks for it; nil otherwise.
-	tls           *tlsSource
-	tlsComparison *tlsComparison
+	// parts are the snapshot's besides the FeatureGate (part.go); tls is
+	// the TLS profile's, when Options.TLSProfile asks for it, for TLSOpts.
+	parts []part
+	tls   *tlsPart
 	// events writes the guard's Events; the manager's Start waits for them
 	// within a budget (exitEventBudget). eventConns is its HTTP client.
 	events     eventWriter
@@ -123,38 +123,42 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("register FeatureGate metrics: %w", err)
 	}
 	writer := newEventWriter(events, opts.EventRecorder, opts.EventSource, opts.Logger)
-	var g *Guard
-	announce := func(ctx context.Context, s Snapshot) {
-		m.startupFeatureSet.WithLabelValues(s.FeatureSetName()).Set(1)
-		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
-		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+s.String()+versionNote(s, g.startup.versionFrom))
-	}
 	versions, err := newVersionResolver(shared, opts)
 	if err != nil {
 		return nil, err
 	}
-	g = &Guard{opts: opts, src: src, conns: conns, eventConns: eventConns, alarm: newAlarm(), stopper: newStopper(), startup: newStartup(src, opts, announce), events: writer}
-	g.startup.versions = versions
-	g.comparison = &comparison{startup: g.startup, stopper: g.stopper,
+	stop := newStopper()
+	g := &Guard{opts: opts, src: src, conns: conns, eventConns: eventConns, alarm: newAlarm(), stopper: stop, events: writer}
+	if opts.TLSProfile != nil {
+		if g.tls, err = newTLSPart(own, *opts.TLSProfile, opts, stop, writer, m); err != nil {
+			return nil, err
+		}
+		g.parts = append(g.parts, g.tls)
+	}
+	for _, p := range opts.Parts {
+		op, err := p.newPart(own, opts, stop, writer, m)
+		if err != nil {
+			return nil, err
+		}
+		g.parts = append(g.parts, op)
+	}
+	var s *startup
+	s = newStartup(src, g.parts, opts, func(ctx context.Context, snap Snapshot) {
+		m.startupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
+		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
+		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+snap.String()+versionNote(snap, s.versionFrom))
+	})
+	s.versions = versions
+	g.startup = s
+	g.comparison = &comparison{startup: s, stopper: stop,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
 		read:     src.read, rewriteTimeout: entryRewriteTimeout,
 		events: writer, metrics: m, log: opts.Logger}
 	if opts.WatchFeatureSet {
 		g.comparison.entry = &entryCheck{wait: entryRewriteWait, log: opts.Logger}
-		g.startup.taking = g.comparison.entry.taken
+		s.taking = g.comparison.entry.taken
 	}
-	g.monitor = newMonitor(src, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
-	if opts.TLSProfile != nil {
-		if g.tls, err = newTLSSource(own, *opts.TLSProfile, opts.FreshnessBound); err != nil {
-			return nil, err
-		}
-		g.tlsComparison = &tlsComparison{startup: g.startup, stopper: g.stopper, name: g.tls.name,
-			events: writer, metrics: m, log: opts.Logger}
-		g.startup.tls = g.tls
-		g.monitor.prover.also = g.tlsComparison.verify(g.tls)
-		g.monitor.prover.alsoName = "APIServer " + g.tls.name
-		g.monitor.reconnectAlso = g.tls.api.reconnect
-	}
+	g.monitor = newMonitor(src, g.parts, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	g.config = cfg
 	g.restConfig = rest.CopyConfig(shared)
 	g.restConfig.Wrap(g.alarm.wrapTransport)

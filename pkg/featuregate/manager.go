@@ -139,13 +139,14 @@ func (g *Guard) setup(gm *guardedManager) error {
 		}
 		runnables = append(runnables, g.afterCache(c))
 	}
-	if g.tls != nil {
-		r := &tlsReconciler{reader: mgr.GetCache(), src: g.tls, comparison: g.tlsComparison, resync: g.opts.ResyncPeriod, log: g.opts.Logger}
-		c, err := r.controller(mgr)
-		if err != nil {
-			return fmt.Errorf("TLS profile controller: %w", err)
+	for _, p := range g.parts {
+		if mp, ok := p.(managedPart); ok {
+			c, err := mp.controller(g, mgr)
+			if err != nil {
+				return err
+			}
+			runnables = append(runnables, g.afterCache(c))
 		}
-		runnables = append(runnables, g.afterCache(whenServed{src: g.tls, runnable: c}))
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {

@@ -33,20 +33,22 @@ type monitor struct {
 	// prover keeps the proof with a deadline that Current needs besides a
 	// followed source.
 	prover *prover
-	// reconnectAlso renews the connections of the prover's second read
-	// (the APIServer's) with the source's; nil without one.
-	reconnectAlso func()
+	// parts are checked after each read of the FeatureGate, and followed
+	// with it.
+	parts []part
 
 	current atomic.Bool
 }
 
-func newMonitor(src source, name string, a alarm, c *comparison, bound time.Duration, log logr.Logger) *monitor {
-	m := &monitor{src: src, name: name, alarm: a, comparison: c, log: log}
+func newMonitor(src source, parts []part, name string, a alarm, c *comparison, bound time.Duration, log logr.Logger) *monitor {
+	m := &monitor{src: src, parts: parts, name: name, alarm: a, comparison: c, log: log}
 	m.prover = &prover{
 		freshness: newFreshness(bound),
 		// Through m.src, not src: tests hook the monitor's source.
 		read:    func(ctx context.Context) (*configv1.FeatureGate, error) { return m.src.read(ctx) },
 		compare: func(ctx context.Context, fg *configv1.FeatureGate) bool { return c.compare(ctx, fg, "freshness") },
+		parts:   parts,
+		held:    c.startup.Snapshot,
 		lapses:  c.metrics.freshnessLapses,
 		name:    name,
 		log:     log,
@@ -57,9 +59,28 @@ func newMonitor(src source, name string, a alarm, c *comparison, bound time.Dura
 // reconnect renews the connections of every read the proof needs.
 func (m *monitor) reconnect() {
 	m.src.reconnect()
-	if m.reconnectAlso != nil {
-		m.reconnectAlso()
+	for _, p := range m.parts {
+		p.reconnect()
 	}
+}
+
+// checkParts reads and compares every part, as the prover does: changed
+// when one asked for the stop, else the first read that got no answer.
+func (m *monitor) checkParts(ctx context.Context) (changed bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, m.prover.bound)
+	defer cancel()
+	snap, _ := m.comparison.startup.Snapshot()
+	for _, p := range m.parts {
+		held, _ := snap.valueOf(p.key())
+		changed, perr := p.check(ctx, held, "verify")
+		if changed {
+			return true, nil
+		}
+		if err == nil {
+			err = perr
+		}
+	}
+	return false, err
 }
 
 // NeedLeaderElection is false: every replica guards its own snapshot.
@@ -110,15 +131,13 @@ func (m *monitor) Start(ctx context.Context) error {
 		} else if err == nil && m.comparison.compare(ctx, fg, "verify") {
 			return nil
 		}
-		if err == nil && m.prover.also != nil {
+		if err == nil && len(m.parts) > 0 {
 			// The rest of the snapshot is proven with it, or not at all.
-			actx, cancel := context.WithTimeout(ctx, m.prover.bound)
-			changed, aerr := m.prover.also(actx)
-			cancel()
+			changed, perr := m.checkParts(ctx)
 			if changed {
 				return nil
 			}
-			err = aerr
+			err = perr
 		}
 		if err != nil {
 			lost = true
@@ -186,8 +205,16 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 		wg.Wait()
 		m.current.Store(false)
 	}()
-	done := make(chan error, 2)
-	wg.Add(2)
+	done := make(chan error, 2+len(m.parts))
+	// The view is current once every follower is certain to see a change.
+	var waiting atomic.Int32
+	waiting.Store(int32(1 + len(m.parts)))
+	following := func() {
+		if waiting.Add(-1) == 0 {
+			m.current.Store(true)
+		}
+	}
+	wg.Add(2 + len(m.parts))
 	go func() {
 		defer wg.Done()
 		if err := m.prover.run(ctx); ctx.Err() == nil {
@@ -196,7 +223,7 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 	}()
 	go func() {
 		defer wg.Done()
-		done <- m.src.follow(ctx, from, func() { m.current.Store(true) }, func(fg *configv1.FeatureGate) bool {
+		done <- m.src.follow(ctx, from, sync.OnceFunc(following), func(fg *configv1.FeatureGate) bool {
 			changed := m.comparison.compare(ctx, fg, "verify")
 			if changed {
 				m.current.Store(false)
@@ -204,6 +231,22 @@ func (m *monitor) follow(ctx context.Context, from *configv1.FeatureGate) error 
 			return changed
 		})
 	}()
+	snap, _ := m.comparison.startup.Snapshot()
+	for _, p := range m.parts {
+		held, _ := snap.valueOf(p.key())
+		go func() {
+			defer wg.Done()
+			// nil ends follow as a change does, or as a watch that reached
+			// its timeout (the monitor reads again).
+			changed, err := p.follow(ctx, held, sync.OnceFunc(following))
+			if changed {
+				m.current.Store(false)
+			}
+			if ctx.Err() == nil {
+				done <- err
+			}
+		}()
+	}
 	select {
 	case err := <-done:
 		return err

@@ -80,6 +80,9 @@ type Options struct {
 	// both, with the same freshness bound. Guard.TLSOpts serves it. Nil:
 	// the guard neither reads nor watches the APIServer.
 	TLSProfile *TLSProfileOptions
+	// Parts are the operator's own config objects the snapshot holds,
+	// each with the FeatureGate's discipline (see Part and NewPart).
+	Parts []Part
 
 	// EventSource is the reporting controller of the guard's Events: the
 	// name of the operator that embeds it.
@@ -133,27 +136,6 @@ type Options struct {
 	Logger logr.Logger
 }
 
-// TLSProfileOptions opt a guard into the cluster's TLS security profile
-// (see Options.TLSProfile); zero values are the defaults.
-type TLSProfileOptions struct {
-	// APIServer is the name of the APIServer to read ("cluster").
-	APIServer string
-	// LegacyAdhering is for a component that honoured the cluster's TLS
-	// profile before spec.tlsAdherence existed: it honours the profile
-	// whatever the policy. Any other component honours it only under
-	// StrictAllComponents (or a policy value the library does not know,
-	// which OpenShift says to treat as strict), and otherwise keeps the
-	// TLS settings its servers were given.
-	LegacyAdhering bool
-	// Absent is the profile to serve when the cluster has no APIServer of
-	// that name, or serves no APIServer API (MicroShift, plain
-	// Kubernetes). Nil: the guard waits for one, not ready, and
-	// /readyz/featuregate says why. Never a silent default: the snapshot's
-	// TLSProfile.From names the fallback, and an APIServer that appears
-	// later with another profile stops the manager.
-	Absent *configv1.TLSSecurityProfile
-}
-
 // Defaults returns the values that zero Options fields take. An operator
 // that shows its configuration shows these; they are defined here only.
 func Defaults() Options {
@@ -197,18 +179,6 @@ func (o Options) withDefaults() (Options, error) {
 	o.FreshnessBound = orDefault(o.FreshnessBound, d.FreshnessBound)
 	o.ResyncPeriod = orDefault(o.ResyncPeriod, d.ResyncPeriod)
 	o.CacheSyncTimeout = orDefault(o.CacheSyncTimeout, d.CacheSyncTimeout)
-	if o.TLSProfile != nil {
-		t := *o.TLSProfile
-		if t.APIServer == "" {
-			t.APIServer = defaultName
-		}
-		if t.Absent != nil {
-			if _, err := profileSpec(t.Absent, nil, "featuregate.Options.TLSProfile.Absent"); err != nil {
-				return o, err
-			}
-		}
-		o.TLSProfile = &t
-	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrllog.Log.WithName("featuregate")
 	}

@@ -25,18 +25,9 @@ type Snapshot struct {
 	statusEnabled  sets.Set[configv1.FeatureGateName]
 	statusDisabled sets.Set[configv1.FeatureGateName]
 
-	// tls is the TLS security profile read with the FeatureGate, when
-	// Options.TLSProfile asked for it.
-	tls *TLSProfile
-}
-
-// TLSProfile is the cluster's TLS security profile read with the
-// FeatureGate, when Options.TLSProfile asked for it; false otherwise.
-func (s Snapshot) TLSProfile() (TLSProfile, bool) {
-	if s.tls == nil {
-		return TLSProfile{}, false
-	}
-	return s.tls.clone(), true
+	// parts are the values of the snapshot's parts (part.go), in the
+	// order the guard takes them.
+	parts []partValue
 }
 
 // Read is the one reader of a FeatureGate: the guard's startup snapshot, its
@@ -138,8 +129,8 @@ func (s Snapshot) String() string {
 	if s.hasStatus {
 		fmt.Fprintf(&b, " (version %s: enabled %v, disabled %v)", s.version, sets.List(s.statusEnabled), sets.List(s.statusDisabled))
 	}
-	if s.tls != nil {
-		fmt.Fprintf(&b, "; TLS profile %s", s.tls)
+	for _, p := range s.parts {
+		fmt.Fprintf(&b, "; %s %v", p.key.label, p.value)
 	}
 	return b.String()
 }

@@ -38,8 +38,8 @@ type startup struct {
 	src     source
 	name    string
 	version string
-	// tls, when set, reads the TLS profile the snapshot carries.
-	tls *tlsSource
+	// parts are read with the FeatureGate, each into the snapshot.
+	parts []part
 	// versions, when set, resolves the version to read (a placeholder
 	// Version is the ClusterVersion's); nil: version as given.
 	versions   *versionResolver
@@ -90,9 +90,10 @@ func (s *startup) takeRead() (*sentRead, bool) {
 
 // newStartup reads through src, which must be live: the manager's cache may
 // not be running yet, and must not decide this. o has its defaults.
-func newStartup(src source, o Options, announce func(context.Context, Snapshot)) *startup {
+func newStartup(src source, parts []part, o Options, announce func(context.Context, Snapshot)) *startup {
 	return &startup{
 		src:        src,
+		parts:      parts,
 		name:       o.Name,
 		version:    o.Version,
 		backoffCap: o.BackoffCap,
@@ -145,14 +146,10 @@ func (s *startup) Start(ctx context.Context) error {
 		if err == nil {
 			s.log.Info("Startup snapshot taken", "featureGate", s.name, "featureSet", snap.FeatureSetName(),
 				"snapshot", snap.String(), "version", snap.Version(), "versionFrom", s.versionFrom, "attempts", attempt)
-			if snap.tls != nil && snap.tls.Honored {
-				switch served := snap.tls.settings(); {
-				case served.refused != nil:
-					s.log.Error(served.refused, "TLS profile names no group this binary knows; every handshake refused", "skipped", served.skipped,
-						"tlsProfile", snap.tls.String())
-				case len(served.skipped) > 0:
-					s.log.Info("TLS profile names what this binary cannot serve; serving without it", "skipped", served.skipped,
-						"tlsProfile", snap.tls.String())
+			for _, p := range s.parts {
+				if n, ok := p.(takenNoter); ok {
+					v, _ := snap.valueOf(p.key())
+					n.noteTaken(s.log, v)
 				}
 			}
 			if s.taking != nil {
@@ -193,11 +190,12 @@ func (s *startup) Start(ctx context.Context) error {
 		if failures, ok := quiet.dueOr(err, time.Now(), loud && !warned); ok {
 			warned = warned || loud
 			msg := "FeatureGate not read; no feature set assumed, retrying"
-			if errors.As(err, new(*tlsUnreadError)) {
-				msg = "TLS security profile not read; no profile assumed, retrying"
-			}
 			kv := []any{"featureGate", s.name, "attempt", attempt, "failures", failures, "retryIn", delay.String(),
 				"waited", time.Since(started).Round(time.Second).String(), "readinessServed", s.readinessServed}
+			if unread := new(partUnreadError); errors.As(err, &unread) {
+				msg = "Snapshot part not read; nothing assumed, retrying"
+				kv = append(kv, "part", unread.what)
+			}
 			if !loud {
 				s.log.Info(msg, append(kv, "error", err.Error())...)
 			} else {
@@ -332,14 +330,14 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if s.tls != nil {
-		tctx, cancel := context.WithTimeout(ctx, limit)
-		p, err := s.tls.read(tctx)
+	for _, p := range s.parts {
+		pctx, cancel := context.WithTimeout(ctx, limit)
+		v, err := p.take(pctx)
 		cancel()
 		if err != nil {
-			return Snapshot{}, &tlsUnreadError{err}
+			return Snapshot{}, &partUnreadError{what: p.what(), err: err}
 		}
-		snap.tls = &p
+		snap.parts = append(snap.parts, partValue{key: p.key(), value: v})
 	}
 	s.versionFrom = version.from
 	s.mu.Lock()
@@ -347,13 +345,6 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 	s.mu.Unlock()
 	return snap, nil
 }
-
-// tlsUnreadError is a startup read that got the FeatureGate but not the
-// TLS profile: the readiness check says which is missing.
-type tlsUnreadError struct{ err error }
-
-func (e *tlsUnreadError) Error() string { return e.err.Error() }
-func (e *tlsUnreadError) Unwrap() error { return e.err }
 
 // hedgedRead is one read bounded by limit, and, when hedge is set, beside
 // it another each hedgeAfter it goes unanswered (up to maxReadsInFlight): a
@@ -424,11 +415,12 @@ func (s *startup) Taken() <-chan struct{} { return s.taken }
 func (s *startup) Check(_ *http.Request) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unread := new(partUnreadError)
 	switch {
 	case s.snap != nil:
 		return nil
-	case errors.As(s.lastErr, new(*tlsUnreadError)):
-		return fmt.Errorf("initial TLS security profile not read yet: %w", s.lastErr)
+	case errors.As(s.lastErr, &unread):
+		return fmt.Errorf("initial %s not read yet: %w", unread.what, s.lastErr)
 	case s.lastErr != nil:
 		return fmt.Errorf("initial FeatureGate not read yet: %w", s.lastErr)
 	default:

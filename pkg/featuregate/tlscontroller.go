@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -24,11 +23,12 @@ import (
 // read, the resync what a broken watch missed. The object is read
 // unstructured, so that its groups survive.
 type tlsReconciler struct {
-	reader     client.Reader
-	src        *tlsSource
-	comparison *tlsComparison
-	resync     time.Duration
-	log        logr.Logger
+	reader client.Reader
+	part   *tlsPart
+	// snapshot is the startup snapshot, once taken.
+	snapshot func() (Snapshot, bool)
+	resync   time.Duration
+	log      logr.Logger
 }
 
 func newAPIServerObject() *unstructured.Unstructured {
@@ -39,7 +39,9 @@ func newAPIServerObject() *unstructured.Unstructured {
 
 // Reconcile reads, compares, acts, returns.
 func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if req.Name != r.src.name {
+	snapshot, ok := r.snapshot()
+	held := snapshot.tlsProfile()
+	if !ok || held == nil || req.Name != r.part.name {
 		return reconcile.Result{}, nil
 	}
 	u := newAPIServerObject()
@@ -47,32 +49,37 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	err := r.reader.Get(ctx, req.NamespacedName, u)
 	switch {
 	case apierrors.IsNotFound(err):
-		live, err = r.src.whenAbsent(fmt.Errorf("APIServer %s %w", req.Name, errNotFound))
+		live, err = r.part.whenAbsent(fmt.Errorf("APIServer %s %w", req.Name, errNotFound))
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("get APIServer %s: %w", req.Name, err)
 	default:
-		live, err = r.src.resolve(u.Object)
+		live, err = r.part.resolve(u.Object)
 	}
-	if r.comparison.compare(ctx, live, err, "reconcile") {
+	if r.part.compare(ctx, *held, live, err, "reconcile") {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: r.resync}, nil
 }
 
-// controller is the reconciler's controller, started behind the snapshot,
-// on every replica, and only when the cluster serves the APIServer API (an
-// informer of a type not served never syncs).
-func (r *tlsReconciler) controller(mgr manager.Manager) (controller.Controller, error) {
-	named := predicate.NewTypedPredicateFuncs(func(u *unstructured.Unstructured) bool { return u.GetName() == r.src.name })
-	return guardController(mgr, "tlsprofile", r, r.log, r.src.name,
+// controller is the part's controller under a manager, started behind the
+// snapshot and the cache, on every replica, and only when the cluster
+// serves the APIServer API (an informer of a type not served never syncs).
+func (t *tlsPart) controller(g *Guard, mgr manager.Manager) (manager.Runnable, error) {
+	r := &tlsReconciler{reader: mgr.GetCache(), part: t, snapshot: g.Snapshot, resync: g.opts.ResyncPeriod, log: g.opts.Logger}
+	named := predicate.NewTypedPredicateFuncs(func(u *unstructured.Unstructured) bool { return u.GetName() == t.name })
+	c, err := guardController(mgr, "tlsprofile", r, r.log, t.name,
 		crsource.Kind(mgr.GetCache(), newAPIServerObject(), &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, named))
+	if err != nil {
+		return nil, fmt.Errorf("TLS profile controller: %w", err)
+	}
+	return whenServed{src: t, runnable: c}, nil
 }
 
 // whenServed runs r unless the startup read found no APIServer API; then
 // it waits for the stop, and the prover's reads, while asked, are what
 // would see the API arrive.
 type whenServed struct {
-	src      *tlsSource
+	src      *tlsPart
 	runnable manager.Runnable
 }
 

@@ -35,7 +35,8 @@ func (g *Guard) TLSOpts(cfg *tls.Config) {
 			return nil, errTLSNotOptedIn
 		}
 		s, ok := g.startup.Snapshot()
-		if !ok || s.tls == nil {
+		profile := s.tlsProfile()
+		if !ok || profile == nil {
 			return nil, errTLSNotRead
 		}
 		var c *tls.Config
@@ -52,7 +53,7 @@ func (g *Guard) TLSOpts(cfg *tls.Config) {
 		// source (controller-runtime's certwatcher) after the options.
 		c = c.Clone()
 		c.GetConfigForClient = nil
-		if err := s.tls.apply(c); err != nil {
+		if err := profile.apply(c); err != nil {
 			return nil, err
 		}
 		return c, nil

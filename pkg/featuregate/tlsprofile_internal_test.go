@@ -213,7 +213,7 @@ func TestTLSProfileSettings(t *testing.T) {
 // the snapshot, then the profile's versions, suites and groups.
 func TestTLSOptsHandshakes(t *testing.T) {
 	g := NewWithT(t)
-	gd := &Guard{startup: &startup{taken: make(chan struct{})}, tls: &tlsSource{}}
+	gd := &Guard{startup: &startup{taken: make(chan struct{})}, tls: &tlsPart{}}
 	cert := selfSigned(t)
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
 	gd.TLSOpts(cfg)
@@ -222,7 +222,7 @@ func TestTLSOptsHandshakes(t *testing.T) {
 	g.Expect(handshake(addr, tls.VersionTLS13, 0, 0)).To(MatchError(ContainSubstring("internal error")), "no handshake before the profile is read")
 
 	publish := func(p TLSProfile) {
-		gd.startup.snap = &Snapshot{tls: &p}
+		gd.startup.snap = &Snapshot{parts: []partValue{{key: tlsKey, value: p}}}
 	}
 	publish(TLSProfile{Type: "Modern", MinTLSVersion: configv1.VersionTLS13, Honored: true})
 	g.Expect(handshake(addr, tls.VersionTLS12, 0, 0)).To(MatchError(ContainSubstring("protocol version")), "Modern refuses TLS 1.2")

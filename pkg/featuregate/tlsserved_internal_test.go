@@ -21,7 +21,7 @@ type profileServer struct {
 
 func newProfileServer(t *testing.T) *profileServer {
 	t.Helper()
-	gd := &Guard{startup: &startup{taken: make(chan struct{})}, tls: &tlsSource{}}
+	gd := &Guard{startup: &startup{taken: make(chan struct{})}, tls: &tlsPart{}}
 	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
 	gd.TLSOpts(cfg)
 	return &profileServer{guard: gd, cfg: cfg, addr: serveTLS(t, cfg)}
@@ -31,7 +31,7 @@ func newProfileServer(t *testing.T) *profileServer {
 func (s *profileServer) serve(p TLSProfile) {
 	s.guard.startup.mu.Lock()
 	defer s.guard.startup.mu.Unlock()
-	s.guard.startup.snap = &Snapshot{tls: &p}
+	s.guard.startup.snap = &Snapshot{parts: []partValue{{key: tlsKey, value: p}}}
 }
 
 // offer is what a client offers: one version, and the suites and groups

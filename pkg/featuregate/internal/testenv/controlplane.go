@@ -131,13 +131,15 @@ func (cp *ControlPlane) StopAPIServer() error { return cp.env.ControlPlane.APISe
 // StartAPIServer starts it again, on the same address and certificates.
 func (cp *ControlPlane) StartAPIServer() error { return cp.env.ControlPlane.APIServer.Start() }
 
-// OpenShiftCRDs are the FeatureGate, ClusterVersion and APIServer CRDs
-// exactly as the resolved github.com/openshift/api ships them; the
-// APIServer's is TechPreviewNoUpgrade's, which has spec.tlsAdherence.
+// OpenShiftCRDs are the FeatureGate, ClusterVersion, APIServer and
+// Infrastructure CRDs exactly as the resolved github.com/openshift/api
+// ships them; the APIServer's is TechPreviewNoUpgrade's, which has
+// spec.tlsAdherence.
 func OpenShiftCRDs() ([]string, error) {
 	return crds("0000_10_config-operator_01_featuregates.crd.yaml",
 		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
-		"0000_10_config-operator_01_apiservers-TechPreviewNoUpgrade.crd.yaml")
+		"0000_10_config-operator_01_apiservers-TechPreviewNoUpgrade.crd.yaml",
+		"0000_10_config-operator_01_infrastructures-Default.crd.yaml")
 }
 
 // FeatureGateCRDs are OpenShiftCRDs without the APIServer's: a cluster

@@ -1,0 +1,213 @@
+package featuregate_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/featuregate-operator/operator/pkg/featuregate"
+	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
+)
+
+var logPartChanged = testenv.Message("Snapshot part changed; requesting shutdown")
+
+// topology is what an operator consumes of the Infrastructure: the part's
+// value in these tests, as in ExampleNewPart.
+type topology struct {
+	controlPlane, infrastructure configv1.TopologyMode
+}
+
+func topologyPart(t *testing.T, name string) *featuregate.ObjectPart[topology] {
+	t.Helper()
+	p, err := featuregate.NewPart(name, func(i *configv1.Infrastructure) topology {
+		return topology{i.Status.ControlPlaneTopology, i.Status.InfrastructureTopology}
+	}, featuregate.PartOptions[topology]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// createInfrastructure creates the Infrastructure name with topology tp
+// (its status), deleted when the test ends.
+func createInfrastructure(t *testing.T, c client.Client, name string, tp topology) {
+	t.Helper()
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(testContext(t), infra); err != nil {
+		t.Fatalf("create Infrastructure %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Delete(context.Background(), infra); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete Infrastructure %s: %v", name, err)
+		}
+	})
+	updateInfrastructure(t, c, name, func(s *configv1.InfrastructureStatus) {
+		s.ControlPlaneTopology, s.InfrastructureTopology = tp.controlPlane, tp.infrastructure
+	})
+}
+
+func updateInfrastructure(t *testing.T, c client.Client, name string, change func(*configv1.InfrastructureStatus)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		infra := &configv1.Infrastructure{}
+		if err := c.Get(testContext(t), client.ObjectKey{Name: name}, infra); err != nil {
+			return err
+		}
+		change(&infra.Status)
+		return c.Status().Update(testContext(t), infra)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+var highlyAvailable = topology{configv1.HighlyAvailableTopologyMode, configv1.HighlyAvailableTopologyMode}
+
+// An adopter's own part is read before the guard is ready: with no
+// Infrastructure the guard waits, and readiness names it; once it exists
+// the snapshot holds its projection.
+func TestPartIsReadBeforeReady(t *testing.T) {
+	g := NewWithT(t)
+	c, name := testClient(t), uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	part := topologyPart(t, name)
+	gd := newGuard(t, featuregate.Options{Name: name, Parts: []featuregate.Part{part}})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+
+	g.Eventually(func() error { return gd.guard.Check(nil) }).WithTimeout(time.Minute).
+		Should(MatchError(ContainSubstring("initial Infrastructure " + name + " not read yet: Infrastructure " + name + " not found")))
+	g.Consistently(gd.guard.SnapshotTaken()).WithTimeout(time.Second).ShouldNot(BeClosed(), "a snapshot without the Infrastructure")
+
+	createInfrastructure(t, c, name, highlyAvailable)
+	s := gd.taken(t)
+	g.Expect(gd.guard.Check(nil)).To(Succeed())
+	v, ok := part.Value(s)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v).To(Equal(highlyAvailable))
+	g.Expect(s.String()).To(ContainSubstring("; Infrastructure " + name + " {HighlyAvailable HighlyAvailable}"))
+	gd.current(t)
+}
+
+// A change of the projection stops the guard, with or without a manager,
+// and says so (log line, Event); a change of another field of the object
+// does not, and the guard keeps vouching.
+func TestPartChangeStopsAndAnUnrelatedOneDoesNot(t *testing.T) {
+	for _, withManager := range []bool{true, false} {
+		t.Run(map[bool]string{true: "NewManager", false: "Run"}[withManager], func(t *testing.T) {
+			g := NewWithT(t)
+			c, name := testClient(t), uniqueName()
+			testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+			createInfrastructure(t, c, name, highlyAvailable)
+			part := topologyPart(t, name)
+			gd := newGuard(t, featuregate.Options{Name: name, Parts: []featuregate.Part{part}})
+			if withManager {
+				gd.start(t, gd.newManager(t, ctrl.Options{}))
+			} else {
+				runGuard(t, gd)
+			}
+			gd.taken(t)
+			gd.current(t)
+
+			updateInfrastructure(t, c, name, func(s *configv1.InfrastructureStatus) { s.EtcdDiscoveryDomain = "unrelated.example.com" })
+			g.Consistently(gd.guard.StopRequested()).WithTimeout(2*time.Second).ShouldNot(BeClosed(), "a field the projection leaves out")
+			g.Expect(gd.guard.Current()).To(BeTrue())
+
+			updateInfrastructure(t, c, name, func(s *configv1.InfrastructureStatus) {
+				s.ControlPlaneTopology = configv1.SingleReplicaTopologyMode
+			})
+			reason := gd.stopRequested(t)
+			g.Expect(reason).To(Equal("Infrastructure " + name + " changed from {HighlyAvailable HighlyAvailable} to {SingleReplica HighlyAvailable}"))
+			g.Eventually(gd.done).WithTimeout(time.Minute).Should(Receive(BeNil()), "the stop ends Start (or Run) with nil")
+			line, _, err := gd.log.Wait(testContext(t), 0, logPartChanged)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(line.Get("part")).To(Equal("Infrastructure " + name))
+			g.Expect(line.Get("liveValue")).To(Equal("{SingleReplica HighlyAvailable}"))
+			g.Expect(gd.log.CountWhere(logPartChanged)).To(Equal(1))
+			g.Eventually(func() ([]eventsv1.Event, error) { return objectEvents(c, "Infrastructure", name) }).WithTimeout(time.Minute).
+				Should(ContainElement(And(HaveField("Reason", "SnapshotPartChanged"), HaveField("Note", ContainSubstring(reason)))))
+		})
+	}
+}
+
+// A part whose reads go unanswered (a silent link to the API) turns
+// Current false within the freshness bound, as the FeatureGate's would,
+// naming the object; answered again, Current is true again.
+func TestPartNeedsFreshProof(t *testing.T) {
+	g := NewWithT(t)
+	c, name := testClient(t), uniqueName()
+	testenv.CreateFeatureGate(t, c, newFG(name, configv1.Default))
+	createInfrastructure(t, c, name, highlyAvailable)
+	const bound = 600 * time.Millisecond
+	var hold atomic.Bool
+	cfg := rest.CopyConfig(sharedControlPlane(t).Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if hold.Load() && strings.Contains(req.URL.Path, "/infrastructures") {
+				<-req.Context().Done()
+				return nil, req.Context().Err()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	gd := newGuardOn(t, cfg, featuregate.Options{Name: name, FreshnessBound: bound, Parts: []featuregate.Part{topologyPart(t, name)}})
+	gd.start(t, gd.newManager(t, ctrl.Options{}))
+	gd.current(t)
+	held := time.Now()
+	hold.Store(true)
+	var lapsed time.Time
+	g.Eventually(func() bool {
+		lapsed = time.Now()
+		return gd.guard.Current()
+	}).WithPolling(5*time.Millisecond).WithTimeout(5*time.Second).Should(BeFalse(), "Current with the Infrastructure unanswered")
+	g.Expect(lapsed.Sub(held)).To(BeNumerically("<=", bound+150*time.Millisecond), "Current outlived the bound")
+	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(line.Get("reason")).To(ContainSubstring("no answer to a consistent read of Infrastructure " + name))
+	hold.Store(false)
+	g.Eventually(gd.guard.Current).WithTimeout(10 * time.Second).Should(BeTrue())
+	gd.noStop(t)
+}
+
+// runGuard runs the guard without a manager until the test ends; its
+// result goes to gd.done.
+func runGuard(t *testing.T, gd *guarded) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		gd.done <- gd.guard.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			t.Error("Run did not return within a minute")
+		}
+	})
+}
+
+// objectEvents are the Events about the cluster-scoped object kind/name.
+func objectEvents(c client.Client, kind, name string) ([]eventsv1.Event, error) {
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list); err != nil {
+		return nil, err
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == kind && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
