@@ -32,16 +32,8 @@ import (
 // before resuming a watch: the guard owns its retries, because a change
 // made around an outage must be seen the moment the API answers.
 type apiSource struct {
+	*ownClient
 	name string
-	// dial builds a client on connections of its own (see ownConnection):
-	// one at start, and a new one at each reconnect.
-	dial func() (*rest.RESTClient, *http.Transport, error)
-
-	mu sync.Mutex
-	rc *rest.RESTClient
-	// conns holds rc's connections; nil when the caller's Transport is
-	// used.
-	conns *http.Transport
 	// establish bounds how long a list or watch may take to be answered: a starting
 	// kube-apiserver can hold requests for seconds.
 	establish time.Duration
@@ -57,126 +49,14 @@ type listedRead struct {
 	at string
 }
 
-func newAPISource(cfg *rest.Config, name string, bound time.Duration) (*apiSource, error) {
-	dial := func() (*rest.RESTClient, *http.Transport, error) {
-		hc, conns, err := ownConnection(cfg, bound)
-		if err != nil {
-			return nil, nil, err
-		}
-		rc, err := configClientFor(cfg, hc)
-		return rc, conns, err
-	}
-	rc, conns, err := dial()
+// newAPISource reads the FeatureGate name on a client of its own, dialed
+// by dial (configDial).
+func newAPISource(dial func() (*rest.RESTClient, *http.Transport, error), name string) (*apiSource, error) {
+	c, err := newOwnClient(dial)
 	if err != nil {
 		return nil, err
 	}
-	return &apiSource{name: name, dial: dial, rc: rc, conns: conns, establish: 2 * time.Second}, nil
-}
-
-// client is the REST client of the current connections.
-func (a *apiSource) client() *rest.RESTClient {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.rc
-}
-
-// reconnect moves to a new pool of connections. Closing the old one's idle
-// connection is not enough: a connection whose requests were cancelled is
-// not idle until the server acknowledges, and a frozen server never does,
-// so the next read would wait on it again. The old pool's connections are
-// closed once idle, or by their health check.
-func (a *apiSource) reconnect() {
-	if a.conns == nil {
-		return // the caller's Transport: theirs to manage
-	}
-	rc, conns, err := a.dial()
-	if err != nil {
-		return // cannot happen: it was built the same way at start
-	}
-	a.mu.Lock()
-	old := a.conns
-	a.rc, a.conns = rc, conns
-	a.mu.Unlock()
-	old.CloseIdleConnections()
-}
-
-// ownConnection is an HTTP client for the guard's reads alone, on a
-// connection of its own that is health-checked at the freshness bound: a
-// dead connection is dropped after two bounds without a frame, and the next
-// read dials again (through a balancer, perhaps to another API server).
-// client-go's shared connections are checked after 30 s of silence and
-// dropped 15 s later, and the manager's traffic on them could keep a
-// connection that carries nothing for us looking alive. A caller's own
-// Transport is used as it is.
-func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, *http.Transport, error) {
-	if cfg.Transport != nil {
-		hc, err := rest.HTTPClientFor(cfg)
-		return hc, nil, err
-	}
-	tc, err := cfg.TransportConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
-	}
-	tlsConfig, err := transport.TLSConfigFor(tc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("TLS for the FeatureGate reads: %w", err)
-	}
-	dial := (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext
-	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
-		given := tc.DialHolder.Dial
-		dial = func(ctx context.Context, network, address string) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, bound)
-			defer cancel()
-			return given(ctx, network, address)
-		}
-	}
-	proxy := http.ProxyFromEnvironment
-	if tc.Proxy != nil {
-		proxy = tc.Proxy
-	}
-	conns := &http.Transport{
-		Proxy:               proxy,
-		DialContext:         dial,
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: bound,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  tc.DisableCompression,
-		HTTP2:               &http.HTTP2Config{SendPingTimeout: bound, PingTimeout: bound},
-	}
-	rt, err := transport.HTTPWrappersForConfig(tc, conns)
-	if err != nil {
-		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
-	}
-	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, conns, nil
-}
-
-// configClient reads config.openshift.io/v1 objects live, without retries
-// of its own (see apiSource).
-func configClient(cfg *rest.Config) (*rest.RESTClient, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("config.openshift.io client: %w", err)
-	}
-	return configClientFor(cfg, hc)
-}
-
-// configClientFor is configClient on the HTTP client hc.
-func configClientFor(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error) {
-	scheme := runtime.NewScheme()
-	if err := configv1.Install(scheme); err != nil {
-		return nil, err
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.APIPath = "/apis"
-	cfg.GroupVersion = &configv1.GroupVersion
-	cfg.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
-	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("config.openshift.io client: %w", err)
-	}
-	return rc, nil
+	return &apiSource{ownClient: c, name: name, establish: 2 * time.Second}, nil
 }
 
 // read is a consistent list of the FeatureGate by name rather than a GET.
@@ -326,4 +206,145 @@ func describeReadErrorOf(kind, name string, err error) error {
 	default:
 		return fmt.Errorf("get %s %s: %w", kind, name, err)
 	}
+}
+
+// ownClient is a REST client for the guard's own reads (the FeatureGate's
+// and each part's), on connections of its own (see ownConnection), renewed
+// by reconnect.
+type ownClient struct {
+	// dial builds a client on connections of its own: one at start, and a
+	// new one at each reconnect.
+	dial func() (*rest.RESTClient, *http.Transport, error)
+
+	mu sync.Mutex
+	rc *rest.RESTClient
+	// conns holds rc's connections; nil when the caller's Transport is
+	// used.
+	conns *http.Transport
+}
+
+func newOwnClient(dial func() (*rest.RESTClient, *http.Transport, error)) (*ownClient, error) {
+	rc, conns, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	return &ownClient{dial: dial, rc: rc, conns: conns}, nil
+}
+
+// configDial dials config.openshift.io/v1 clients on own connections.
+func configDial(cfg *rest.Config, bound time.Duration) func() (*rest.RESTClient, *http.Transport, error) {
+	return func() (*rest.RESTClient, *http.Transport, error) {
+		hc, conns, err := ownConnection(cfg, bound)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc, err := configClientFor(cfg, hc)
+		return rc, conns, err
+	}
+}
+
+// client is the REST client of the current connections.
+func (c *ownClient) client() *rest.RESTClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rc
+}
+
+// reconnect moves to a new pool of connections. Closing the old one's idle
+// connection is not enough: a connection whose requests were cancelled is
+// not idle until the server acknowledges, and a frozen server never does,
+// so the next read would wait on it again. The old pool's connections are
+// closed once idle, or by their health check.
+func (c *ownClient) reconnect() {
+	if c.conns == nil {
+		return // the caller's Transport: theirs to manage
+	}
+	rc, conns, err := c.dial()
+	if err != nil {
+		return // cannot happen: it was built the same way at start
+	}
+	c.mu.Lock()
+	old := c.conns
+	c.rc, c.conns = rc, conns
+	c.mu.Unlock()
+	old.CloseIdleConnections()
+}
+
+// ownConnection is an HTTP client for the guard's reads alone, on a
+// connection of its own that is health-checked at the freshness bound: a
+// dead connection is dropped after two bounds without a frame, and the next
+// read dials again (through a balancer, perhaps to another API server).
+// client-go's shared connections are checked after 30 s of silence and
+// dropped 15 s later, and the manager's traffic on them could keep a
+// connection that carries nothing for us looking alive. A caller's own
+// Transport is used as it is.
+func ownConnection(cfg *rest.Config, bound time.Duration) (*http.Client, *http.Transport, error) {
+	if cfg.Transport != nil {
+		hc, err := rest.HTTPClientFor(cfg)
+		return hc, nil, err
+	}
+	tc, err := cfg.TransportConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+	}
+	tlsConfig, err := transport.TLSConfigFor(tc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS for the FeatureGate reads: %w", err)
+	}
+	dial := (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext
+	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
+		given := tc.DialHolder.Dial
+		dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			return given(ctx, network, address)
+		}
+	}
+	proxy := http.ProxyFromEnvironment
+	if tc.Proxy != nil {
+		proxy = tc.Proxy
+	}
+	conns := &http.Transport{
+		Proxy:               proxy,
+		DialContext:         dial,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: bound,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  tc.DisableCompression,
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: bound, PingTimeout: bound},
+	}
+	rt, err := transport.HTTPWrappersForConfig(tc, conns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transport for the FeatureGate reads: %w", err)
+	}
+	return &http.Client{Transport: rt, Timeout: cfg.Timeout}, conns, nil
+}
+
+// configClient reads config.openshift.io/v1 objects live, without retries
+// of its own (see apiSource).
+func configClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config.openshift.io client: %w", err)
+	}
+	return configClientFor(cfg, hc)
+}
+
+// configClientFor is configClient on the HTTP client hc.
+func configClientFor(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error) {
+	scheme := runtime.NewScheme()
+	if err := configv1.Install(scheme); err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &configv1.GroupVersion
+	cfg.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
+	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("config.openshift.io client: %w", err)
+	}
+	return rc, nil
 }

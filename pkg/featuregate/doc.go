@@ -14,12 +14,16 @@
 // because a FeatureGate that could not be read is no feature set at all.
 // Once read, the snapshot is frozen.
 //
+// # The held manager
+//
 // The manager's own paths an operator's code acts through are held too:
 // GetCache().WaitForCacheSync waits for the snapshot and the cache built
 // from it, writes through GetClient() wait for the snapshot (and fail at
 // once before Start, which waiting would block), and Elected closes once
 // the replica leads and that cache serves. Once a stop is requested, those
 // writes are refused.
+//
+// # Level-triggered comparison and the stop
 //
 // After that the guard keeps checking, level-triggered: every reconcile of
 // its FeatureGate controller compares the live object with the snapshot,
@@ -46,6 +50,8 @@
 // consumer that takes a snapshot whose status is older than its spec (it
 // started between the writes) does not vouch for it until the status is
 // written again (entry.go).
+//
+// # Acting on the snapshot: Gates and the freshness proof
 //
 // Code that acts on the feature set depends on the Gates interface: it asks
 // Enabled, and checks Current right before each action (the write, or the
@@ -74,6 +80,8 @@
 // offers no live mode: a snapshot that changes under a running reconciler
 // would make every decision a race between two reads.
 //
+// # Sources: the API or a file
+//
 // Options.File reads the FeatureGate from a file (HyperShift renders it into
 // a ConfigMap volume; MicroShift has no FeatureGate API) with the same
 // discipline; featuregatetest.File changes such a file in a test, for a
@@ -81,23 +89,54 @@
 // reader of a FeatureGate, for tools that answer for a cluster the way the
 // guard would.
 //
+// # Parts: the TLS profile, and an operator's own
+//
 // Options.TLSProfile adds the cluster's TLS security profile (the
 // APIServer's spec.tlsSecurityProfile, resolved, and spec.tlsAdherence) to
 // the snapshot, with the same discipline: not ready until it is read (or,
 // where there is no APIServer, the fallback Options.TLSProfile.Absent names
 // is taken; without one the guard waits), a change of what the component
-// serves with stops the manager (detectedBy "reconcile" or "freshness", a
+// serves with stops the manager (detectedBy "reconcile", "verify" or
+// "freshness", a
 // TLSProfileChanged Event on the APIServer), and Current vouches for it
 // with the FeatureGate, each proof one consistent read of both.
 // Guard.TLSOpts, in the metrics and webhook servers' TLSOpts, fails every
 // handshake until the profile is read and then serves it, so nothing is
 // ever negotiated under a profile that was assumed.
 //
+// Options.Parts adds an operator's own config objects the same way: NewPart
+// takes an object's name and a projection of it to a comparable value (the
+// Infrastructure's topology, say), and the guard reads it before it is
+// ready, follows it with a watch of its own, proves it with the
+// FeatureGate, and stops on a change of the projection, not of the rest of
+// the object (a SnapshotPartChanged Event on it). ObjectPart.Value reads
+// it from the snapshot.
+//
+// # Where each concept lives
+//
+//   - the Guard, built in one place: guard.go (NewGuard), options.go
+//   - the startup read behind readiness: startup.go; the snapshot: snapshot.go
+//   - sources of the FeatureGate: source.go, apisource.go (with the
+//     guard's own connections every live read uses), file.go; conns.go
+//     closes every connection the guard dialed
+//   - parts: part.go (what every part does), tlspart.go, tlsprofile.go,
+//     tlscontroller.go and tlsopts.go (the TLS profile), objectpart.go (an
+//     operator's own)
+//   - the comparison and what restarts: comparison.go, consumed.go,
+//     entry.go, controller.go (the FeatureGate controller)
+//   - the monitor and the freshness proof: monitor.go, proof.go
+//   - the stop: stopper.go; Events and metrics: events.go
+//   - the held manager: manager.go, heldmanager.go, cache.go, lease.go;
+//     the core without one: run.go
+//
+// # RBAC and versions
+//
 // The guard needs RBAC to get, list and watch featuregates
 // (config.openshift.io), to create and patch events (events.k8s.io) unless
 // Options.EventRecorder records them, and, when Options.Version is the
 // placeholder, to get the clusterversion "version", and with
-// Options.TLSProfile to get, list and watch apiservers; the package's
+// Options.TLSProfile to get, list and watch apiservers (and, for each of
+// Options.Parts, to list and watch its kind); the package's
 // +kubebuilder:rbac markers say exactly that, for controller-gen, and
 // config/rbac/role.yaml of this module is the ClusterRole they generate,
 // for RBAC written by hand. Without Events the guard logs that once and

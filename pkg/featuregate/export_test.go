@@ -67,11 +67,16 @@ func NewStartupAnnouncing(r Getter, o Options, announce func(Snapshot)) *Startup
 	if err != nil {
 		panic(err)
 	}
-	var a func(context.Context, Snapshot)
-	if announce != nil {
-		a = func(_ context.Context, s Snapshot) { announce(s) }
+	s, err := newStartup(getterSource{getter: r, name: o.Name}, nil, &rest.Config{}, o, eventWriter{}, metrics{})
+	if err != nil {
+		panic(err)
 	}
-	return newStartup(getterSource{getter: r, name: o.Name}, nil, o, a)
+	// Instead of the guard's Event and metric.
+	s.announce = nil
+	if announce != nil {
+		s.announce = func(_ context.Context, snap Snapshot) { announce(snap) }
+	}
+	return s
 }
 
 // liveGetter reads the way the API source does (a consistent list by name
@@ -80,7 +85,7 @@ func NewStartupAnnouncing(r Getter, o Options, announce func(Snapshot)) *Startup
 type liveGetter struct{ src *apiSource }
 
 func (l liveGetter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	named := &apiSource{name: key.Name, rc: l.src.rc}
+	named := &apiSource{name: key.Name, ownClient: &ownClient{rc: l.src.client()}}
 	list, err := named.list(ctx)
 	if err != nil {
 		return err
@@ -98,7 +103,7 @@ func (l liveGetter) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 
 // NewLiveGetter is a Getter on the API source's REST client for cfg.
 func NewLiveGetter(cfg *rest.Config) (Getter, error) {
-	src, err := newAPISource(cfg, defaultName, Defaults().FreshnessBound)
+	src, err := newAPISource(configDial(cfg, Defaults().FreshnessBound), defaultName)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +112,7 @@ func NewLiveGetter(cfg *rest.Config) (Getter, error) {
 
 // APIRead is the API source's read of FeatureGate name, as the guard does it.
 func APIRead(cfg *rest.Config, name string) (func(context.Context) (*configv1.FeatureGate, error), error) {
-	src, err := newAPISource(cfg, name, Defaults().FreshnessBound)
+	src, err := newAPISource(configDial(cfg, Defaults().FreshnessBound), name)
 	if err != nil {
 		return nil, err
 	}

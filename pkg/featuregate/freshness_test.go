@@ -2,12 +2,15 @@ package featuregate_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/featuregate-operator/operator/pkg/featuregate"
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/testenv"
@@ -47,16 +50,7 @@ func TestGuardCurrentNeedsFreshProof(t *testing.T) {
 	g.Consistently(gd.guard.Current).WithTimeout(2*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(),
 		"answered reads keep the proof fresh")
 
-	held := time.Now()
-	hold.Store(true)
-	var lapsed time.Time
-	g.Eventually(func() bool {
-		lapsed = time.Now()
-		return gd.guard.Current()
-	}).WithPolling(5*time.Millisecond).WithTimeout(5*time.Second).Should(BeFalse(), "Current with no read answered")
-	g.Expect(lapsed.Sub(held)).To(BeNumerically("<=", bound+150*time.Millisecond), "Current outlived the bound")
-	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
-	g.Expect(err).NotTo(HaveOccurred())
+	line, held, lapsed := lapsesWithin(t, gd, &hold, bound)
 	g.Expect(line.Get("reason")).To(ContainSubstring(noAnswerTo))
 	g.Expect(line.Get("bound")).To(Equal("600ms"))
 	g.Consistently(gd.guard.Current).WithTimeout(2*time.Second).Should(BeFalse(), "Current while no read is answered")
@@ -67,7 +61,7 @@ func TestGuardCurrentNeedsFreshProof(t *testing.T) {
 	hold.Store(false)
 	g.Eventually(gd.guard.Current).WithPolling(5 * time.Millisecond).WithTimeout(5 * time.Second).Should(BeTrue())
 	t.Logf("lapsed %s after the reads were held; current again %s after they were answered", lapsed.Sub(held), time.Since(released))
-	_, _, err = gd.log.Wait(testContext(t), 0, logProven)
+	_, _, err := gd.log.Wait(testContext(t), 0, logProven)
 	g.Expect(err).NotTo(HaveOccurred())
 	gd.noStop(t)
 }
@@ -176,4 +170,40 @@ func TestGuardProvesOnlyWhileAsked(t *testing.T) {
 	hold.Store(false)
 	g.Eventually(gd.guard.Current).WithPolling(5 * time.Millisecond).WithTimeout(5 * time.Second).Should(BeTrue())
 	gd.noStop(t)
+}
+
+// lapsesWithin sets hold, which holds the guard's reads unanswered, and
+// expects Current false within bound (and a little more for the test's
+// polling): it returns the lapse's log line, when hold was set, and when
+// Current was first seen false.
+func lapsesWithin(t *testing.T, gd *guarded, hold *atomic.Bool, bound time.Duration) (line testenv.Line, held, lapsed time.Time) {
+	t.Helper()
+	g := NewWithT(t)
+	held = time.Now()
+	hold.Store(true)
+	g.Eventually(func() bool {
+		lapsed = time.Now()
+		return gd.guard.Current()
+	}).WithPolling(5*time.Millisecond).WithTimeout(5*time.Second).Should(BeFalse(), "Current with no read answered")
+	g.Expect(lapsed.Sub(held)).To(BeNumerically("<=", bound+150*time.Millisecond), "Current outlived the bound")
+	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
+	g.Expect(err).NotTo(HaveOccurred())
+	return line, held, lapsed
+}
+
+// holding is cfg whose requests to a path containing path go unanswered
+// (until their context ends) while hold is set: a silent link to one
+// object.
+func holding(cfg *rest.Config, path string, hold *atomic.Bool) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if hold.Load() && strings.Contains(req.URL.Path, path) {
+				<-req.Context().Done()
+				return nil, req.Context().Err()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
 }

@@ -1,7 +1,6 @@
 package featuregate
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,10 +8,8 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -111,8 +108,20 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 	var src source
 	if opts.File != "" {
 		src = newFileSource(opts.File, 0, 0)
-	} else if src, err = newAPISource(own, opts.Name, opts.FreshnessBound); err != nil {
-		return nil, err
+	}
+	// The FeatureGate's reads and the TLS profile's each have a client
+	// on connections of their own (apisource.go).
+	reads := configDial(own, opts.FreshnessBound)
+	var tlsReads *ownClient
+	if opts.File == "" {
+		if src, err = newAPISource(reads, opts.Name); err != nil {
+			return nil, err
+		}
+	}
+	if opts.TLSProfile != nil {
+		if tlsReads, err = newOwnClient(reads); err != nil {
+			return nil, fmt.Errorf("APIServer reads: %w", err)
+		}
 	}
 	events, eventConns, err := newEventClient(shared)
 	if err != nil {
@@ -123,14 +132,10 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("register FeatureGate metrics: %w", err)
 	}
 	writer := newEventWriter(events, opts.EventRecorder, opts.EventSource, opts.Logger)
-	versions, err := newVersionResolver(shared, opts)
-	if err != nil {
-		return nil, err
-	}
 	stop := newStopper()
 	g := &Guard{opts: opts, src: src, conns: conns, eventConns: eventConns, alarm: newAlarm(), stopper: stop, events: writer}
 	if opts.TLSProfile != nil {
-		if g.tls, err = newTLSPart(own, *opts.TLSProfile, opts, stop, writer, m); err != nil {
+		if g.tls, err = newTLSPart(tlsReads, *opts.TLSProfile, opts, stop, writer, m); err != nil {
 			return nil, err
 		}
 		g.parts = append(g.parts, g.tls)
@@ -142,21 +147,16 @@ func NewGuard(cfg *rest.Config, opts Options) (*Guard, error) {
 		}
 		g.parts = append(g.parts, op)
 	}
-	var s *startup
-	s = newStartup(src, g.parts, opts, func(ctx context.Context, snap Snapshot) {
-		m.startupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
-		ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: opts.Name}}
-		writer.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+snap.String()+versionNote(snap, s.versionFrom))
-	})
-	s.versions = versions
-	g.startup = s
-	g.comparison = &comparison{startup: s, stopper: stop,
+	if g.startup, err = newStartup(src, g.parts, shared, opts, writer, m); err != nil {
+		return nil, err
+	}
+	g.comparison = &comparison{startup: g.startup, stopper: stop,
 		consumed: consumed{gates: sets.New(opts.WatchedGates...), featureSet: opts.WatchFeatureSet},
 		read:     src.read, rewriteTimeout: entryRewriteTimeout,
 		events: writer, metrics: m, log: opts.Logger}
 	if opts.WatchFeatureSet {
 		g.comparison.entry = &entryCheck{wait: entryRewriteWait, log: opts.Logger}
-		s.taking = g.comparison.entry.taken
+		g.startup.taking = g.comparison.entry.taken
 	}
 	g.monitor = newMonitor(src, g.parts, opts.Name, g.alarm, g.comparison, opts.FreshnessBound, opts.Logger)
 	g.config = cfg

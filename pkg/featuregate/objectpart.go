@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,11 +141,11 @@ func (p *ObjectPart[T]) newPart(cfg *rest.Config, opts Options, stop *stopper, e
 		rc, err := rest.RESTClientForConfigAndClient(c, hc)
 		return rc, conns, err
 	}
-	rc, conns, err := dial()
+	c, err := newOwnClient(dial)
 	if err != nil {
 		return nil, fmt.Errorf("%s reads: %w", p.key.label, err)
 	}
-	return &objectPart[T]{ObjectPart: p, dial: dial, rc: rc, conns: conns, establish: 2 * time.Second,
+	return &objectPart[T]{ObjectPart: p, ownClient: c, establish: 2 * time.Second,
 		stopper: stop, events: events, metrics: m, log: opts.Logger}, nil
 }
 
@@ -155,19 +154,15 @@ func (p *ObjectPart[T]) newPart(cfg *rest.Config, opts Options, stop *stopper, e
 // on connections of its own, as the FeatureGate's reads are (apiSource).
 type objectPart[T comparable] struct {
 	*ObjectPart[T]
-	dial      func() (*rest.RESTClient, *http.Transport, error)
+	*ownClient
 	establish time.Duration
 	stopper   *stopper
 	events    eventWriter
 	metrics   metrics
 	log       logr.Logger
 
-	mu    sync.Mutex
-	rc    *rest.RESTClient
-	conns *http.Transport
-	// unreadable is the last live object that could not be held, logged
-	// once per reason.
-	unreadable string
+	// unreadable is the last reason a live object could not be held.
+	unreadable lastReason
 
 	// at is the resourceVersion of the last list, where follow watches
 	// from; notServed is set when the last read found no such API.
@@ -178,28 +173,6 @@ type objectPart[T comparable] struct {
 func (o *objectPart[T]) key() *partKey  { return o.ObjectPart.key }
 func (o *objectPart[T]) what() string   { return o.ObjectPart.key.label }
 func (o *objectPart[T]) object() string { return o.ObjectPart.key.label }
-
-func (o *objectPart[T]) client() *rest.RESTClient {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.rc
-}
-
-// reconnect moves to a new pool of connections, as apiSource's does.
-func (o *objectPart[T]) reconnect() {
-	if o.conns == nil {
-		return
-	}
-	rc, conns, err := o.dial()
-	if err != nil {
-		return
-	}
-	o.mu.Lock()
-	old := o.conns
-	o.rc, o.conns = rc, conns
-	o.mu.Unlock()
-	old.CloseIdleConnections()
-}
 
 // errUnholdable is a live object the part cannot hold a value of (absent
 // without a fallback, undecodable): an answer, not a value.
@@ -286,11 +259,7 @@ func (o *objectPart[T]) check(ctx context.Context, held any, detectedBy string) 
 // keep logs, once per reason, a live object the part cannot hold a value
 // of: the snapshot is kept (a new process could not read one either).
 func (o *objectPart[T]) keep(err error, held any, detectedBy string) {
-	o.mu.Lock()
-	changed := o.unreadable != err.Error()
-	o.unreadable = err.Error()
-	o.mu.Unlock()
-	if changed {
+	if o.unreadable.changed(err.Error()) {
 		o.log.Info("Snapshot part cannot be read; keeping its startup value", "part", o.key().label,
 			"detectedBy", detectedBy, "reason", err.Error(), "startupValue", fmt.Sprint(held))
 	}
@@ -298,9 +267,7 @@ func (o *objectPart[T]) keep(err error, held any, detectedBy string) {
 
 // compare asks for the stop when live differs from held, and reports it.
 func (o *objectPart[T]) compare(ctx context.Context, held, live T, detectedBy string) bool {
-	o.mu.Lock()
-	o.unreadable = ""
-	o.mu.Unlock()
+	o.unreadable.changed("")
 	if live == held {
 		return false
 	}

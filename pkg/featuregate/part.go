@@ -2,6 +2,7 @@ package featuregate
 
 import (
 	"context"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -87,3 +88,20 @@ type partUnreadError struct {
 
 func (e *partUnreadError) Error() string { return e.err.Error() }
 func (e *partUnreadError) Unwrap() error { return e.err }
+
+// lastReason keeps a part's "cannot hold the live value" line to one per
+// reason: the prover reads every half bound.
+type lastReason struct {
+	mu     sync.Mutex
+	reason string
+}
+
+// changed records reason ("" once a value is held again) and reports
+// whether it differs from the last one.
+func (l *lastReason) changed(reason string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed := l.reason != reason
+	l.reason = reason
+	return changed
+}

@@ -2,8 +2,6 @@ package featuregate_test
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -148,29 +145,11 @@ func TestPartNeedsFreshProof(t *testing.T) {
 	createInfrastructure(t, c, name, highlyAvailable)
 	const bound = 600 * time.Millisecond
 	var hold atomic.Bool
-	cfg := rest.CopyConfig(sharedControlPlane(t).Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if hold.Load() && strings.Contains(req.URL.Path, "/infrastructures") {
-				<-req.Context().Done()
-				return nil, req.Context().Err()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
+	cfg := holding(sharedControlPlane(t).Config, "/infrastructures", &hold)
 	gd := newGuardOn(t, cfg, featuregate.Options{Name: name, FreshnessBound: bound, Parts: []featuregate.Part{topologyPart(t, name)}})
 	gd.start(t, gd.newManager(t, ctrl.Options{}))
 	gd.current(t)
-	held := time.Now()
-	hold.Store(true)
-	var lapsed time.Time
-	g.Eventually(func() bool {
-		lapsed = time.Now()
-		return gd.guard.Current()
-	}).WithPolling(5*time.Millisecond).WithTimeout(5*time.Second).Should(BeFalse(), "Current with the Infrastructure unanswered")
-	g.Expect(lapsed.Sub(held)).To(BeNumerically("<=", bound+150*time.Millisecond), "Current outlived the bound")
-	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
-	g.Expect(err).NotTo(HaveOccurred())
+	line, _, _ := lapsesWithin(t, gd, &hold, bound)
 	g.Expect(line.Get("reason")).To(ContainSubstring("no answer to a consistent read of Infrastructure " + name))
 	hold.Store(false)
 	g.Eventually(gd.guard.Current).WithTimeout(10 * time.Second).Should(BeTrue())

@@ -14,8 +14,11 @@ import (
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -46,8 +49,11 @@ type startup struct {
 	backoffCap time.Duration
 	timeout    time.Duration
 	// announce is called once the snapshot is published (readiness first;
-	// Events may take a round trip).
+	// an Event may take a round trip): recordSnapshot, with events and
+	// metrics.
 	announce func(context.Context, Snapshot)
+	events   eventWriter
+	metrics  metrics
 	// taking, when set, looks at the FeatureGate a snapshot is taken from
 	// before it is published (entryCheck).
 	taking func(*configv1.FeatureGate, Snapshot, time.Time)
@@ -89,20 +95,36 @@ func (s *startup) takeRead() (*sentRead, bool) {
 }
 
 // newStartup reads through src, which must be live: the manager's cache may
-// not be running yet, and must not decide this. o has its defaults.
-func newStartup(src source, parts []part, o Options, announce func(context.Context, Snapshot)) *startup {
-	return &startup{
+// not be running yet, and must not decide this; the ClusterVersion, when
+// the version is the placeholder, through cfg. o has its defaults.
+func newStartup(src source, parts []part, cfg *rest.Config, o Options, events eventWriter, m metrics) (*startup, error) {
+	versions, err := newVersionResolver(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &startup{
 		src:        src,
 		parts:      parts,
 		name:       o.Name,
 		version:    o.Version,
+		versions:   versions,
 		backoffCap: o.BackoffCap,
 		timeout:    o.InitialFetchTimeout,
-		announce:   announce,
+		events:     events,
+		metrics:    m,
 		log:        o.Logger,
 		taken:      make(chan struct{}),
 		warnAfter:  unreadWarnAfter,
 	}
+	s.announce = s.recordSnapshot
+	return s, nil
+}
+
+// recordSnapshot counts and records the snapshot just published.
+func (s *startup) recordSnapshot(ctx context.Context, snap Snapshot) {
+	s.metrics.startupFeatureSet.WithLabelValues(snap.FeatureSetName()).Set(1)
+	ref := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: s.name}}
+	s.events.record(ctx, reference(ref), corev1.EventTypeNormal, reasonStartupSnapshot, "Snapshot", "Startup feature set "+snap.String()+versionNote(snap, s.versionFrom))
 }
 
 var _ manager.LeaderElectionRunnable = &startup{}

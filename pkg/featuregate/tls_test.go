@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -358,29 +357,10 @@ func TestGuardTLSProfileNeedsFreshProof(t *testing.T) {
 	cp, _, name := tlsCluster(t, nil, "")
 	const bound = 600 * time.Millisecond
 	var hold atomic.Bool
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if hold.Load() && strings.Contains(req.URL.Path, "/apiservers/"+name) {
-				<-req.Context().Done()
-				return nil, req.Context().Err()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	gd, _ := startTLSGuarded(t, cfg, featuregate.Options{Name: name, FreshnessBound: bound,
+	gd, _ := startTLSGuarded(t, holding(cp.Config, "/apiservers/"+name, &hold), featuregate.Options{Name: name, FreshnessBound: bound,
 		TLSProfile: &featuregate.TLSProfileOptions{APIServer: name}}, "")
 	gd.current(t)
-	held := time.Now()
-	hold.Store(true)
-	var lapsed time.Time
-	g.Eventually(func() bool {
-		lapsed = time.Now()
-		return gd.guard.Current()
-	}).WithPolling(5*time.Millisecond).WithTimeout(5*time.Second).Should(BeFalse(), "Current with the APIServer unanswered")
-	g.Expect(lapsed.Sub(held)).To(BeNumerically("<=", bound+150*time.Millisecond), "Current outlived the bound")
-	line, _, err := gd.log.Wait(testContext(t), 0, logLapsed)
-	g.Expect(err).NotTo(HaveOccurred())
+	line, _, _ := lapsesWithin(t, gd, &hold, bound)
 	g.Expect(line.Get("reason")).To(ContainSubstring("no answer to a consistent read of APIServer " + name))
 	hold.Store(false)
 	g.Eventually(gd.guard.Current).WithTimeout(10 * time.Second).Should(BeTrue())

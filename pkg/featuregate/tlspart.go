@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 )
 
 // A guard with Options.TLSProfile reads the APIServer too.
@@ -40,13 +38,13 @@ type TLSProfileOptions struct {
 
 // tlsPart is the TLS security profile as a part of the snapshot
 // (Options.TLSProfile): it reads the APIServer live, on connections of its
-// own (those of an apiSource: health-checked at the freshness bound,
+// own (an ownClient: health-checked at the freshness bound,
 // renewed after a lapse), resolves its profile, and compares a live one
 // with the snapshot's, asking for the stop when they differ in what the
 // component serves with. Under a manager a controller on the manager's
 // cache watches it (tlscontroller.go); Guard.TLSOpts serves it.
 type tlsPart struct {
-	api    *apiSource
+	api    *ownClient
 	name   string
 	legacy bool
 	absent *configv1.TLSSecurityProfile
@@ -59,17 +57,15 @@ type tlsPart struct {
 	metrics metrics
 	log     logr.Logger
 
-	mu sync.Mutex
-	// unreadable is the last unservable live profile logged: logged again
-	// only when it changes, as the prover reads every half bound.
-	unreadable string
+	// unreadable is the last reason a live profile could not be served.
+	unreadable lastReason
 }
 
 // tlsKey is the TLS profile's place in a Snapshot.
 var tlsKey = &partKey{label: "TLS profile"}
 
-// newTLSPart validates o (Options.TLSProfile) and reads through cfg.
-func newTLSPart(cfg *rest.Config, o TLSProfileOptions, opts Options, stop *stopper, events eventWriter, m metrics) (*tlsPart, error) {
+// newTLSPart validates o (Options.TLSProfile) and reads through api.
+func newTLSPart(api *ownClient, o TLSProfileOptions, opts Options, stop *stopper, events eventWriter, m metrics) (*tlsPart, error) {
 	if o.APIServer == "" {
 		o.APIServer = defaultName
 	}
@@ -77,10 +73,6 @@ func newTLSPart(cfg *rest.Config, o TLSProfileOptions, opts Options, stop *stopp
 		if _, err := profileSpec(o.Absent, nil, "featuregate.Options.TLSProfile.Absent"); err != nil {
 			return nil, err
 		}
-	}
-	api, err := newAPISource(cfg, o.APIServer, opts.FreshnessBound)
-	if err != nil {
-		return nil, fmt.Errorf("APIServer reads: %w", err)
 	}
 	return &tlsPart{api: api, name: o.APIServer, legacy: o.LegacyAdhering, absent: o.Absent,
 		stopper: stop, events: events, metrics: m, log: opts.Logger}, nil
@@ -212,19 +204,13 @@ func (t *tlsPart) whenAbsent(why error) (TLSProfile, error) {
 // snapshot's profile, and reports whether the stop is requested.
 func (c *tlsPart) compare(ctx context.Context, held TLSProfile, live TLSProfile, err error, detectedBy string) bool {
 	if err != nil {
-		c.mu.Lock()
-		changed := c.unreadable != err.Error()
-		c.unreadable = err.Error()
-		c.mu.Unlock()
-		if changed {
+		if c.unreadable.changed(err.Error()) {
 			c.log.Info("APIServer's TLS profile cannot be served; keeping the startup profile", "apiServer", c.name,
 				"detectedBy", detectedBy, "reason", err.Error(), "startupTLSProfile", held.String())
 		}
 		return false
 	}
-	c.mu.Lock()
-	c.unreadable = ""
-	c.mu.Unlock()
+	c.unreadable.changed("")
 	d := tlsDiff(held, live)
 	if len(d) == 0 {
 		return false

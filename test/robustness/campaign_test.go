@@ -268,7 +268,7 @@ var plantedBugs = []plantedBug{{
 	// A comparison that misses gate changes: only a new feature set counts,
 	// so a gate flipped in the status entry leaves the process deciding on
 	// the old state while it vouches for it.
-	name: "gate changes not compared", file: "diff.go",
+	name: "gate changes not compared", file: "consumed.go",
 	patches: map[string]string{
 		"func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes": "func diff(snapshot, live Snapshot, c consumed) changes {\n\tvar out changes\n\tif snapshot.featureSet == live.featureSet {\n\t\treturn out\n\t}",
 	},
