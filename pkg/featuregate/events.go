@@ -24,13 +24,12 @@ import (
 	"github.com/featuregate-operator/operator/pkg/featuregate/internal/eventnote"
 )
 
-// Event reasons the guard records on the FeatureGate, and on the
-// APIServer whose TLS profile the snapshot may carry.
+// Event reasons the guard records on the FeatureGate, and on the object
+// of an adopter's part (the TLS profile's is in tlspart.go).
 const (
 	reasonStartupSnapshot    = "StartupSnapshot"
 	reasonFeatureGateChanged = "FeatureGateChanged"
 	reasonFeatureGateDeleted = "FeatureGateDeleted"
-	reasonTLSProfileChanged  = "TLSProfileChanged"
 	// reasonSnapshotPartChanged is an adopter's own part (Options.Parts)
 	// that changed.
 	reasonSnapshotPartChanged = "SnapshotPartChanged"

@@ -63,6 +63,18 @@ type takenNoter interface {
 	noteTaken(log logr.Logger, value any)
 }
 
+// unreadLiner is a part whose startup retry line predates parts (the TLS
+// profile's): kept, as adopters may match on it.
+type unreadLiner interface {
+	unreadLine() string
+}
+
+// managerOnly is a part a guard without a manager cannot run (Run): the
+// reason says what it needs of one.
+type managerOnly interface {
+	needsManager() string
+}
+
 // managedPart is a part watched, under a manager, by a controller of its
 // own on the manager's cache rather than by the monitor's follow.
 type managedPart interface {
@@ -82,7 +94,7 @@ func (s Snapshot) valueOf(key *partKey) (any, bool) {
 // partUnreadError is a startup read that got the FeatureGate but not a
 // part: readiness says which is missing.
 type partUnreadError struct {
-	what string
+	part part
 	err  error
 }
 

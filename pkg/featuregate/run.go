@@ -34,8 +34,10 @@ func (g *Guard) core() []manager.Runnable {
 // (Options.Setup) and serve the TLS profile (Options.TLSProfile); either
 // option is an error. A guard runs once: Run, or NewManager and its Start.
 func (g *Guard) Run(ctx context.Context) error {
-	if g.tls != nil {
-		return errors.New("featuregate: Run with Options.TLSProfile: serving the profile needs NewManager")
+	for _, p := range g.parts {
+		if m, ok := p.(managerOnly); ok {
+			return errors.New("featuregate: Run with " + m.needsManager())
+		}
 	}
 	if g.opts.Setup != nil {
 		return errors.New("featuregate: Run with Options.Setup: Setup builds on a manager; without one, act once Snapshot is taken")

@@ -216,7 +216,10 @@ func (s *startup) Start(ctx context.Context) error {
 				"waited", time.Since(started).Round(time.Second).String(), "readinessServed", s.readinessServed}
 			if unread := new(partUnreadError); errors.As(err, &unread) {
 				msg = "Snapshot part not read; nothing assumed, retrying"
-				kv = append(kv, "part", unread.what)
+				if l, ok := unread.part.(unreadLiner); ok {
+					msg = l.unreadLine()
+				}
+				kv = append(kv, "part", unread.part.what())
 			}
 			if !loud {
 				s.log.Info(msg, append(kv, "error", err.Error())...)
@@ -357,7 +360,7 @@ func (s *startup) readOnce(ctx context.Context, started time.Time, limit time.Du
 		v, err := p.take(pctx)
 		cancel()
 		if err != nil {
-			return Snapshot{}, &partUnreadError{what: p.what(), err: err}
+			return Snapshot{}, &partUnreadError{part: p, err: err}
 		}
 		snap.parts = append(snap.parts, partValue{key: p.key(), value: v})
 	}
@@ -442,7 +445,7 @@ func (s *startup) Check(_ *http.Request) error {
 	case s.snap != nil:
 		return nil
 	case errors.As(s.lastErr, &unread):
-		return fmt.Errorf("initial %s not read yet: %w", unread.what, s.lastErr)
+		return fmt.Errorf("initial %s not read yet: %w", unread.part.what(), s.lastErr)
 	case s.lastErr != nil:
 		return fmt.Errorf("initial FeatureGate not read yet: %w", s.lastErr)
 	default:

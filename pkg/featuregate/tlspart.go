@@ -84,6 +84,20 @@ func (t *tlsPart) object() string { return "APIServer " + t.name }
 
 func (t *tlsPart) reconnect() { t.api.reconnect() }
 
+// unreadLine is the startup's retry line while the profile is not read.
+func (t *tlsPart) unreadLine() string {
+	return "TLS security profile not read; no profile assumed, retrying"
+}
+
+// needsManager: Guard.TLSOpts serves the profile in a manager's servers.
+func (t *tlsPart) needsManager() string {
+	return "Options.TLSProfile: serving the profile needs NewManager"
+}
+
+// reasonTLSProfileChanged is the Event on the APIServer whose profile
+// changed.
+const reasonTLSProfileChanged = "TLSProfileChanged"
+
 // take is the profile the snapshot holds.
 func (t *tlsPart) take(ctx context.Context) (any, error) {
 	p, err := t.read(ctx)

@@ -233,7 +233,8 @@ type plantedBug struct {
 }
 
 // plantedBugs are five different ways to break the promise, each caught
-// in CI with its seed; RELIABILITY.md keeps the table.
+// at every one of its seeds (in CI at the first); RELIABILITY.md keeps the
+// table.
 var plantedBugs = []plantedBug{{
 	// The freshness deadline removed: the prover never runs and the
 	// monitor vouches whatever its quiet watch says (the seed bug's trust
