@@ -71,9 +71,13 @@ type ObjectPart[T comparable] struct {
 
 // NewPart is a Part for the object of type O named name, whose consumed
 // value is project's: only a change of that value restarts, whatever else
-// of the object changes. The guard reads the object itself, live (list,
-// get and watch on its kind are the operator's to grant), and project is
-// given a copy it may keep.
+// of the object changes, and the stop's reason (Guard.StopReason) is
+// "<Kind> <name> changed from <old> to <new>", the values as %v prints
+// them. The guard reads the object itself, live (list and watch on its
+// kind are the operator's to grant), and project is given a copy it may
+// keep. Its type parameters are inferred from project. It fails when name
+// or project is missing, or when the scheme (PartOptions.Scheme) does not
+// know O.
 func NewPart[T comparable, O any, PO interface {
 	*O
 	client.Object
