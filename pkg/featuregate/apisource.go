@@ -120,28 +120,11 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 		}
 		at = list.ResourceVersion
 	}
-	// Servers end watches after a while; five to six minutes, jittered so
-	// that replicas do not come back together.
-	timeout := int64(300 + rand.IntN(60))
-	answered := time.AfterFunc(a.establish, cancel)
-	w, err := a.client().Get().Resource("featuregates").VersionedParams(&metav1.ListOptions{
-		FieldSelector:       a.selector(),
-		ResourceVersion:     at,
-		Watch:               true,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      &timeout,
-	}, metav1.ParameterCodec).MaxRetries(0).Watch(ctx)
-	if !answered.Stop() { // the timer cancelled the request
-		if w != nil {
-			w.Stop()
-		}
-		return fmt.Errorf("watch FeatureGate %s: not answered within %s", a.name, a.establish)
-	}
+	w, err := openWatch(ctx, cancel, a.client().Get().Resource("featuregates"), a.selector(), at, a.establish, "FeatureGate "+a.name)
 	if err != nil {
-		return fmt.Errorf("watch FeatureGate %s: %w", a.name, err)
+		return err
 	}
 	defer w.Stop()
-	established := time.Now()
 	following()
 	for {
 		select {
@@ -149,10 +132,7 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 			return nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				if ctx.Err() != nil || time.Since(established) >= time.Duration(timeout)*time.Second {
-					return nil // the server's timeout: an ordinary end
-				}
-				return fmt.Errorf("watch FeatureGate %s ended after %s", a.name, time.Since(established).Round(time.Millisecond))
+				return w.ended(ctx)
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
@@ -166,6 +146,51 @@ func (a *apiSource) follow(ctx context.Context, from *configv1.FeatureGate, foll
 			// all there is, and the watch goes on to see it come back.
 		}
 	}
+}
+
+// namedWatch is a watch of one object by name from a list's
+// resourceVersion, as the guard's live reads follow their objects.
+type namedWatch struct {
+	watch.Interface
+	what        string
+	established time.Time
+	timeout     time.Duration
+}
+
+// openWatch sends req (a GET of the object's resource) as such a watch.
+// It is abandoned, cancel called, unless answered within establish (a
+// starting kube-apiserver can hold requests for seconds); servers end it
+// after five to six minutes, jittered so that replicas do not come back
+// together. what names the object in its errors.
+func openWatch(ctx context.Context, cancel context.CancelFunc, req *rest.Request, selector, at string, establish time.Duration, what string) (*namedWatch, error) {
+	timeout := int64(300 + rand.IntN(60))
+	answered := time.AfterFunc(establish, cancel)
+	w, err := req.VersionedParams(&metav1.ListOptions{
+		FieldSelector:       selector,
+		ResourceVersion:     at,
+		Watch:               true,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	}, metav1.ParameterCodec).MaxRetries(0).Watch(ctx)
+	if !answered.Stop() { // the timer cancelled the request
+		if w != nil {
+			w.Stop()
+		}
+		return nil, fmt.Errorf("watch %s: not answered within %s", what, establish)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", what, err)
+	}
+	return &namedWatch{Interface: w, what: what, established: time.Now(), timeout: time.Duration(timeout) * time.Second}, nil
+}
+
+// ended is why its result channel closed: nil once ctx ended or at the
+// server's timeout (an ordinary end), an error otherwise.
+func (w *namedWatch) ended(ctx context.Context) error {
+	if ctx.Err() != nil || time.Since(w.established) >= w.timeout {
+		return nil
+	}
+	return fmt.Errorf("watch %s ended after %s", w.what, time.Since(w.established).Round(time.Millisecond))
 }
 
 // errNotFound is an absent object, as the API says it.

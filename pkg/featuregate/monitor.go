@@ -64,23 +64,13 @@ func (m *monitor) reconnect() {
 	}
 }
 
-// checkParts reads and compares every part, as the prover does: changed
-// when one asked for the stop, else the first read that got no answer.
+// checkParts reads and compares every part, as the prover does, within
+// the bound.
 func (m *monitor) checkParts(ctx context.Context) (changed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.prover.bound)
 	defer cancel()
 	snap, _ := m.comparison.startup.Snapshot()
-	for _, p := range m.parts {
-		held, _ := snap.valueOf(p.key())
-		changed, perr := p.check(ctx, held, "verify")
-		if changed {
-			return true, nil
-		}
-		if err == nil {
-			err = perr
-		}
-	}
-	return false, err
+	return checkParts(ctx, m.parts, snap, "verify", func(int) {})
 }
 
 // NeedLeaderElection is false: every replica guards its own snapshot.

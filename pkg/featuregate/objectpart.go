@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -299,28 +298,11 @@ func (o *objectPart[T]) follow(ctx context.Context, held any, following func()) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// As the FeatureGate's watch: ended by the server after five to six
-	// minutes, jittered.
-	timeout := int64(300 + rand.IntN(60))
-	answered := time.AfterFunc(o.establish, cancel)
-	w, err := o.request("GET").VersionedParams(&metav1.ListOptions{
-		FieldSelector:       o.selector(),
-		ResourceVersion:     *at,
-		Watch:               true,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      &timeout,
-	}, metav1.ParameterCodec).Watch(ctx)
-	if !answered.Stop() {
-		if w != nil {
-			w.Stop()
-		}
-		return false, fmt.Errorf("watch %s: not answered within %s", o.key().label, o.establish)
-	}
+	w, err := openWatch(ctx, cancel, o.request("GET"), o.selector(), *at, o.establish, o.key().label)
 	if err != nil {
-		return false, fmt.Errorf("watch %s: %w", o.key().label, err)
+		return false, err
 	}
 	defer w.Stop()
-	established := time.Now()
 	following()
 	for {
 		select {
@@ -328,10 +310,7 @@ func (o *objectPart[T]) follow(ctx context.Context, held any, following func()) 
 			return false, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				if ctx.Err() != nil || time.Since(established) >= time.Duration(timeout)*time.Second {
-					return false, nil
-				}
-				return false, fmt.Errorf("watch %s ended after %s", o.key().label, time.Since(established).Round(time.Millisecond))
+				return false, w.ended(ctx)
 			}
 			var live T
 			var err error

@@ -238,13 +238,24 @@ func (p *prover) run(ctx context.Context) error {
 			rctx, cancel := context.WithTimeout(ctx, p.bound)
 			defer cancel()
 			p.unanswered.Store(1<<(len(p.parts)+1) - 1)
-			parts := p.checkParts(rctx)
+			var changed bool
+			var partErr error
+			partsDone := make(chan struct{})
+			if len(p.parts) == 0 {
+				close(partsDone)
+			} else {
+				go func() {
+					defer close(partsDone)
+					snap, _ := p.held() // the prover runs once the snapshot is taken
+					changed, partErr = checkParts(rctx, p.parts, snap, "freshness", func(i int) { p.unanswered.And(^(uint64(1) << (i + 1))) })
+				}()
+			}
 			fg, err := p.read(rctx)
 			p.unanswered.And(^fgRead)
 			if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("%w to a consistent read of FeatureGate %s within %s", errNoAnswer, p.name, p.bound)
 			}
-			changed, partErr := parts()
+			<-partsDone
 			if partErr != nil && (err == nil || errors.Is(err, errNotFound)) {
 				err = partErr
 			}
@@ -351,42 +362,37 @@ func (p *prover) run(ctx context.Context) error {
 	}
 }
 
-// checkParts sends one read of each part, compared with the snapshot's
-// value, and returns what waits for them all: whether one found its part
-// changed (the stop is requested), else the first error.
-func (p *prover) checkParts(ctx context.Context) func() (changed bool, err error) {
-	if len(p.parts) == 0 {
-		return func() (bool, error) { return false, nil }
-	}
-	snap, _ := p.held() // the prover runs once the snapshot is taken
+// checkParts reads every part at once, each compared with the snapshot's
+// value (detectedBy says who asked), and calls answered(i) as parts[i]'s
+// read is answered: changed when one found its part changed (the stop is
+// requested), else the first error. The prover runs it beside its
+// FeatureGate read; the monitor after its own.
+func checkParts(ctx context.Context, parts []part, snap Snapshot, detectedBy string, answered func(i int)) (changed bool, err error) {
 	type result struct {
 		changed bool
 		err     error
 	}
-	results := make([]result, len(p.parts))
+	results := make([]result, len(parts))
 	var wg sync.WaitGroup
-	for i, pt := range p.parts {
+	for i, pt := range parts {
 		held, _ := snap.valueOf(pt.key())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i].changed, results[i].err = pt.check(ctx, held, "freshness")
-			p.unanswered.And(^(uint64(1) << (i + 1)))
+			results[i].changed, results[i].err = pt.check(ctx, held, detectedBy)
+			answered(i)
 		}()
 	}
-	return func() (bool, error) {
-		wg.Wait()
-		var first error
-		for _, r := range results {
-			if r.changed {
-				return true, nil
-			}
-			if first == nil {
-				first = r.err
-			}
+	wg.Wait()
+	for _, r := range results {
+		if r.changed {
+			return true, nil
 		}
-		return false, first
+		if err == nil {
+			err = r.err
+		}
 	}
+	return false, err
 }
 
 // unansweredObject names an object whose read of the proof in flight is
