@@ -17,12 +17,6 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 ENVTEST_CMDS = etcd kube-apiserver kubectl
 CLUSTER_CMDS = kubelet kube-controller-manager kube-scheduler kube-proxy
 GOTEST_FLAGS ?= -timeout 30m
-# How many of the operator's test packages make test runs at once. Its three
-# long ones (controllers, test/deploy, test/e2e: 3.5, 3 and 7 minutes cold)
-# wait more than they compute: with three at once they used 117% of this
-# 2-core machine and took 7.8 minutes, test/e2e the longest; with two,
-# test/e2e starts only once controllers ends.
-OPERATOR_TEST_P ?= 3
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.1
@@ -93,7 +87,7 @@ $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets kustomize test-library test-librarygo ## Run all tests against a real API server: the library at each controller-runtime minor it supports, the operator, and the unit tests of examples/consumer and test/bench.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) -p $(OPERATOR_TEST_P) ./...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GOTEST_FLAGS) ./...
 	cd examples/consumer && go test $(GOTEST_FLAGS) ./...
 	cd test/bench && go test $(GOTEST_FLAGS) ./...
 	$(MAKE) test-conformance
