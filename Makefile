@@ -71,9 +71,12 @@ vet: ## Run go vet (the operator, and pkg/featuregate, examples/consumer and tes
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver ## Build etcd, kube-apiserver and kubectl from source into bin/k8s.
 	@echo $(ENVTEST_ASSETS)
 
+# Built with the tests' own flags (no -trimpath): hack/k8s requires the same
+# k8s.io versions as the operator, so the packages `go run . manifests` has
+# compiled are reused (459 s cold with -trimpath, 291 s without, measured).
 $(ENVTEST_ASSETS)/kube-apiserver: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(ENVTEST_CMDS),hack/k8s/cmd/$(c)/main.go)
 	@mkdir -p $(ENVTEST_ASSETS)
-	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(ENVTEST_CMDS),./cmd/$(c))
+	cd hack/k8s && go build -o $(ENVTEST_ASSETS)/ $(foreach c,$(ENVTEST_CMDS),./cmd/$(c))
 	@touch $@
 
 .PHONY: cluster-assets
@@ -82,7 +85,7 @@ cluster-assets: envtest-assets $(ENVTEST_ASSETS)/kubelet ## Build kubelet, kube-
 
 $(ENVTEST_ASSETS)/kubelet: hack/k8s/go.mod hack/k8s/go.sum $(foreach c,$(CLUSTER_CMDS),hack/k8s/cmd/$(c)/main.go)
 	@mkdir -p $(ENVTEST_ASSETS)
-	cd hack/k8s && go build -trimpath -o $(ENVTEST_ASSETS)/ $(foreach c,$(CLUSTER_CMDS),./cmd/$(c))
+	cd hack/k8s && go build -o $(ENVTEST_ASSETS)/ $(foreach c,$(CLUSTER_CMDS),./cmd/$(c))
 	@touch $@
 
 .PHONY: test
