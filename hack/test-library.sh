@@ -27,15 +27,16 @@ race_run='^(TestGuardSetup.*|TestGuardHoldsEveryAdopterIdiomUntilTheSnapshot|Tes
 
 # build <run> <title> <packages> [go test flags...]: builds each test
 # package into $aside/<run>/, and writes what to run in $aside/<run>/plan,
-# one line per package: "<binary> <package dir> <import path>".
+# one line per package: "<binary> <package dir> <import path>". A cell's
+# go.mod comes in GOFLAGS (-modfile), which its binaries keep at run time:
+# the tests find the OpenShift CRDs with go list -m.
 runs=()
 build() {
 	local run=$1 title=$2 pkgs=$3 i=0 path dir
 	shift 3
 	mkdir -p "$aside/$run"
 	echo "$title" >"$aside/$run/title"
-	# The tests find the OpenShift CRDs with go list -m: the cell's go.mod.
-	echo "${GOFLAGS_CELL:-}" >"$aside/$run/goflags"
+	echo "${GOFLAGS:-}" >"$aside/$run/goflags"
 	while read -r path dir; do
 		i=$((i + 1))
 		go test "$@" -c -o "$aside/$run/$i.test" "$dir"
@@ -61,7 +62,7 @@ for cell in $cells; do
 	go get -modfile="$modfile" "${mods[@]}" >/dev/null
 	go mod tidy -modfile="$modfile"
 	echo "== building the library at controller-runtime $cr"
-	GOFLAGS_CELL=-modfile=$modfile build "$cr" "== library at controller-runtime $cr, k8s.io $k8s${api:+, openshift/api $api}" ./... -modfile="$modfile"
+	GOFLAGS="${GOFLAGS:+$GOFLAGS }-modfile=$modfile" build "$cr" "== library at controller-runtime $cr, k8s.io $k8s${api:+, openshift/api $api}" ./...
 done
 
 # run <run>: runs its packages in turn, printed as go test prints them
@@ -73,7 +74,7 @@ run() {
 	goflags=$(cat "$dir/goflags")
 	while read -r bin pkgdir path; do
 		start=$EPOCHREALTIME
-		if (cd "$pkgdir" && GOFLAGS=${goflags:-${GOFLAGS:-}} "$bin" -test.paniconexit0 -test.timeout=30m "${args[@]}") >"$bin.out" 2>&1; then
+		if (cd "$pkgdir" && GOFLAGS=$goflags "$bin" -test.paniconexit0 -test.timeout=30m "${args[@]}") >"$bin.out" 2>&1; then
 			echo "ok  	$path	$(took "$start")"
 		else
 			rc=1
