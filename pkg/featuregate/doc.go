@@ -10,8 +10,11 @@
 // (ctrl.NewControllerManagedBy(mgr), its own cached types, field indexes),
 // and starts once the startup snapshot is taken. Before the initial read
 // succeeds the process is alive but not ready (/readyz/featuregate, the
-// check CheckName, says why); the read is retried whatever the error,
-// because a FeatureGate that could not be read is no feature set at all.
+// check CheckName, says what it waits for: "initial FeatureGate not read
+// yet"; each failed read's error is in the log line "FeatureGate not read;
+// no feature set assumed, retrying"); the read is retried whatever the
+// error, because a FeatureGate that could not be read is no feature set at
+// all.
 // Once read, the snapshot is frozen.
 //
 // # The held manager
@@ -33,7 +36,13 @@
 // consumes is logged ("FeatureGate changed; requesting shutdown", keys diff,
 // detectedBy "reconcile", "verify" or "freshness"), recorded as a FeatureGateChanged Event, and ends the
 // manager gracefully: Start returns nil, the process exits 0, and its
-// restart reads the new value.
+// restart reads the new value. A feature-set change seen under
+// Options.WatchFeatureSet logs "FeatureGate feature set changed; work
+// stopped, exit held until the status entry of the release version is
+// rewritten" instead, then "FeatureGate status entry caught up with the
+// feature set; stopping" once the entry is rewritten, or "FeatureGate
+// status entry not rewritten in time; stopping all the same" when the
+// hold ends.
 //
 // Which changes restart: a change of the state of a gate the component
 // consumes (every gate of its release version's status.featureGates entry,
